@@ -1,0 +1,154 @@
+package approval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Limits on the arguments a model may send.
+const (
+	MaxArgumentsSize  = 1 << 20 // bytes of JSON text
+	MaxArgumentsDepth = 32      // nesting of objects and arrays
+)
+
+// Member is one top-level key of the arguments, with its raw JSON value.
+type Member struct {
+	Key   string
+	Value jsontext.Value
+}
+
+// Arguments is the model's argument text as Countersign understands it.
+// When the text is not a single JSON object within the limits, Parsed is
+// false, Problem says why, and the call can only be decided by a person.
+type Arguments struct {
+	Raw     string
+	Size    int    // bytes
+	Digest  string // "sha256:" + hex; see Digest
+	Parsed  bool
+	Problem string
+	Members []Member // top-level keys in the order sent (Parsed only)
+}
+
+// ParseArguments reads the model's JSON text. It never fails: problems make
+// an unparsed result, which fails closed downstream.
+func ParseArguments(raw string) Arguments {
+	a := Arguments{Raw: raw, Size: len(raw)}
+	a.Members, a.Problem = parseObject(raw)
+	a.Parsed = a.Problem == ""
+	if !a.Parsed {
+		a.Members = nil
+	}
+	a.Digest = Digest(raw)
+	return a
+}
+
+// Digest is the identity of an argument text that an approval binds to:
+// "sha256:" and the hex SHA-256 of its RFC 8785 canonical form. Text that is
+// not a valid arguments object (see ParseArguments), or whose numbers RFC
+// 8785 would round, is digested as it was sent, byte for byte, so that two
+// texts with different meanings never share a digest.
+func Digest(raw string) string {
+	payload := []byte(raw)
+	if _, problem := parseObject(raw); problem == "" {
+		v := jsontext.Value(raw).Clone()
+		if err := v.Canonicalize(); err == nil {
+			payload = v
+		}
+	}
+	sum := sha256.Sum256(payload)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// parseObject validates raw as one JSON object within the limits and
+// returns its top-level members, or a problem in plain words.
+func parseObject(raw string) ([]Member, string) {
+	switch {
+	case len(raw) > MaxArgumentsSize:
+		return nil, "larger than 1 MiB"
+	case strings.TrimSpace(raw) == "":
+		return nil, "empty"
+	}
+	if problem := validate(raw); problem != "" {
+		return nil, problem
+	}
+	dec := jsontext.NewDecoder(strings.NewReader(raw))
+	if _, err := dec.ReadToken(); err != nil { // '{'
+		return nil, "not valid JSON"
+	}
+	var members []Member
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, "not valid JSON"
+		}
+		key := name.String() // read before the next call voids the token
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, "not valid JSON"
+		}
+		members = append(members, Member{Key: key, Value: val.Clone()})
+	}
+	return members, ""
+}
+
+// validate walks every token: one object, no duplicate names, valid UTF-8,
+// depth within the limit, numbers RFC 8785 keeps exactly, nothing after the
+// object.
+func validate(raw string) string {
+	dec := jsontext.NewDecoder(strings.NewReader(raw))
+	first, done := true, false
+	for {
+		tok, err := dec.ReadToken()
+		if err == io.EOF {
+			return ""
+		}
+		if done {
+			return "not a single JSON value"
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), "duplicate") {
+				return "has a duplicate key"
+			}
+			return "not valid JSON"
+		}
+		if first && tok.Kind() != '{' {
+			return "not a JSON object"
+		}
+		first = false
+		if dec.StackDepth() > MaxArgumentsDepth {
+			return "nested deeper than 32 levels"
+		}
+		if tok.Kind() == '0' && !exactDouble(tok.String()) {
+			return "has a number too large or too precise to verify"
+		}
+		done = dec.StackDepth() == 0
+	}
+}
+
+// exactDouble reports whether the JSON number s means exactly the double
+// that RFC 8785 will write for it, so that canonicalisation cannot make two
+// different numbers look the same (9007199254740993 would become ...992).
+func exactDouble(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || exp > 400 || exp < -400 {
+			return false
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return false
+	}
+	want, ok1 := new(big.Rat).SetString(s)
+	got, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return ok1 && ok2 && want.Cmp(got) == 0
+}

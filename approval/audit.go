@@ -1,0 +1,58 @@
+package approval
+
+// Actor is who caused an audit event.
+type Actor struct {
+	Kind string // ActorUser, ActorAPIKey or ActorSystem
+	ID   string
+	Name string
+}
+
+// Actor kinds.
+const (
+	ActorUser   = "user"
+	ActorAPIKey = "api_key"
+	ActorSystem = "system"
+)
+
+// SystemActor is the actor of sweeps and other automatic changes.
+var SystemActor = Actor{Kind: ActorSystem, ID: "system", Name: "system"}
+
+// Audit actions. The words are the audit screen's words.
+const (
+	ActionSignIn               = "sign-in"
+	ActionSignOut              = "sign-out"
+	ActionAPIKeyCreated        = "api key created"
+	ActionAPIKeyRevoked        = "api key revoked"
+	ActionApproved             = "approved"
+	ActionApprovedConversation = "approved for conversation"
+	ActionAlwaysAllowed        = "always allowed"
+	ActionRejected             = "rejected"
+	ActionExpired              = "expired"
+	ActionCancelled            = "cancelled"
+	ActionAutoApprovedConv     = "auto-approved by conversation grant"
+	ActionAutoApprovedAlways   = "auto-approved by Always allow"
+	ActionBlockedRepeated      = "blocked after repeated rejections"
+	ActionBlockedByPolicy      = "blocked by policy"
+	ActionClaimed              = "claimed"
+	ActionRequested            = "approval requested"
+	ActionDecisionRefused      = "decision refused"
+	ActionConnectorSynced      = "connector synced"
+	ActionConnectorDeleted     = "connector deleted"
+	ActionGrantRevoked         = "grant revoked"
+	ActionPolicyChanged        = "policy changed"
+)
+
+// AuditEvent is one line of the audit log. It never carries argument
+// contents or tokens.
+type AuditEvent struct {
+	Actor          Actor
+	Action         string
+	Connector      string
+	Tool           string
+	ConversationID string
+	TurnID         string
+	PlaybookID     string
+	RunID          string
+	ApprovalID     string
+	Detail         map[string]any
+}

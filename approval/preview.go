@@ -1,0 +1,142 @@
+package approval
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Preview limits. Values are shortened on the server, before they reach a
+// page or the database.
+const (
+	PreviewValueChars = 240  // characters kept of a long value
+	PreviewKeyChars   = 80   // characters kept of a long key
+	PreviewMaxLines   = 100  // keys shown; the rest are counted
+	PreviewURLPath    = 1000 // a URL's scheme+host+path longer than this is shortened like text
+)
+
+// PreviewLine is one argument key and its shortened value.
+type PreviewLine struct {
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Length    int    `json:"length"`    // characters in the full value
+	Shortened bool   `json:"shortened"` // Value is the beginning of it
+}
+
+// ArgumentPreview is what a reviewer sees of the arguments: one line per
+// top-level key in the order sent, or the shortened raw text when the
+// arguments could not be parsed.
+type ArgumentPreview struct {
+	Parsed       bool          `json:"parsed"`
+	Lines        []PreviewLine `json:"lines,omitempty"`
+	MoreKeys     int           `json:"more_keys,omitempty"`
+	Raw          string        `json:"raw,omitempty"`
+	RawLength    int           `json:"raw_length,omitempty"`
+	RawShortened bool          `json:"raw_shortened,omitempty"`
+	Problem      string        `json:"problem,omitempty"`
+}
+
+// ShortNote is the words shown under a shortened value.
+func ShortNote(length int) string {
+	return "(showing part of " + strconv.Itoa(length) + " characters)"
+}
+
+// Preview builds the reviewer's view of a.
+func Preview(a Arguments) ArgumentPreview {
+	if !a.Parsed {
+		raw, n, short := shorten(a.Raw, PreviewValueChars)
+		return ArgumentPreview{Raw: raw, RawLength: n, RawShortened: short, Problem: a.Problem}
+	}
+	p := ArgumentPreview{Parsed: true, Lines: make([]PreviewLine, 0, min(len(a.Members), PreviewMaxLines))}
+	for i, m := range a.Members {
+		if i == PreviewMaxLines {
+			p.MoreKeys = len(a.Members) - PreviewMaxLines
+			break
+		}
+		key, _, _ := shorten(m.Key, PreviewKeyChars)
+		full := valueText(m.Value)
+		val, n, short := shortenValue(full)
+		p.Lines = append(p.Lines, PreviewLine{Key: key, Value: val, Length: n, Shortened: short})
+	}
+	return p
+}
+
+// valueText renders a JSON value for people: strings as their text,
+// scalars as written, objects and arrays as compact JSON.
+func valueText(v jsontext.Value) string {
+	switch v.Kind() {
+	case '"':
+		var s string
+		dec := jsontext.NewDecoder(strings.NewReader(string(v)))
+		if tok, err := dec.ReadToken(); err == nil {
+			s = tok.String()
+		}
+		return s
+	case '{', '[':
+		c := v.Clone()
+		if err := c.Compact(); err == nil {
+			return string(c)
+		}
+	}
+	return string(v)
+}
+
+// shortenValue keeps a URL's scheme, host and path whole and shortens only
+// its query and fragment; anything else keeps its beginning.
+func shortenValue(s string) (string, int, bool) {
+	s = printable(s)
+	n := utf8.RuneCountInString(s)
+	if n <= PreviewValueChars {
+		return s, n, false
+	}
+	if head, tail, ok := splitURL(s); ok && utf8.RuneCountInString(head) <= PreviewURLPath {
+		room := max(PreviewValueChars-utf8.RuneCountInString(head), 24)
+		t, _, _ := shorten(tail, room)
+		return head + t, n, true
+	}
+	out, _, short := shorten(s, PreviewValueChars)
+	return out, n, short
+}
+
+// splitURL splits an absolute http(s) URL into scheme+host+path and the
+// rest (query and fragment).
+func splitURL(s string) (head, tail string, ok bool) {
+	if strings.ContainsAny(s, " \t\r\n") {
+		return "", "", false
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", false
+	}
+	i := strings.IndexAny(s, "?#")
+	if i < 0 {
+		return s, "", true
+	}
+	return s[:i], s[i:], true
+}
+
+// shorten keeps the first limit characters of s.
+func shorten(s string, limit int) (string, int, bool) {
+	s = printable(s)
+	n := utf8.RuneCountInString(s)
+	if n <= limit {
+		return s, n, false
+	}
+	i, count := 0, 0
+	for i < len(s) && count < limit {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	return s[:i], n, true
+}
+
+// printable makes text safe to store and show: invalid UTF-8 and NUL (which
+// Postgres text cannot hold) become visible replacement characters.
+func printable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\u2400")
+}

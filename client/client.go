@@ -1,0 +1,247 @@
+// Package client is the Go package agent runtimes use to ask Countersign
+// whether a tool call may run.
+//
+// Call Gate right before executing a tool. It checks the call, waits for a
+// person when one must decide, claims an approval for exactly this call,
+// and returns an Outcome. Run the tool only when Outcome.Allowed is true;
+// otherwise give Outcome.Code and Outcome.Message to the model. Every
+// failure along the way — network, server, timeout — is an Outcome with
+// code policy_unavailable: the client fails closed.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+)
+
+// Client talks to one Countersign server with one runtime API key.
+type Client struct {
+	BaseURL string
+	APIKey  string
+	HTTP    *http.Client
+	// PollWait is how long one long-poll may last (the server caps it at 60s).
+	PollWait time.Duration
+}
+
+// New returns a client for the server at baseURL.
+func New(baseURL, apiKey string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), APIKey: apiKey,
+		HTTP: &http.Client{Timeout: 90 * time.Second}, PollWait: 30 * time.Second}
+}
+
+// Call is one tool call the model wants to make.
+type Call struct {
+	CallID         string `json:"call_id"`
+	User           string `json:"user"` // OIDC subject of the conversation's owner
+	ConversationID string `json:"conversation_id"`
+	TurnID         string `json:"turn_id"`
+	Connector      string `json:"connector"`
+	Tool           string `json:"tool"`
+	Arguments      string `json:"arguments"` // the JSON text the model produced, unchanged
+	Reason         string `json:"reason,omitempty"`
+	PlaybookRunID  string `json:"playbook_run_id,omitempty"`
+}
+
+// Outcome is what the runtime acts on.
+type Outcome struct {
+	Allowed    bool
+	Via        string // policy, conversation_grant, always_allow, preapproval, or person
+	Scope      string // once, conversation or always, when a person approved
+	Code       string // when not allowed
+	Message    string // when not allowed: for the model
+	ApprovalID string // when a person was asked
+}
+
+// Codes the client itself produces.
+const CodePolicyUnavailable = string(approval.CodePolicyUnavailable)
+
+// Error is a non-2xx answer from the server.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("countersign: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+type approvalState struct {
+	ID              string    `json:"id"`
+	CallID          string    `json:"call_id"`
+	Status          string    `json:"status"`
+	Scope           string    `json:"scope"`
+	Code            string    `json:"code"`
+	Message         string    `json:"message"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	ArgumentsDigest string    `json:"arguments_digest"`
+}
+
+type checkResponse struct {
+	Decision string         `json:"decision"`
+	Code     string         `json:"code"`
+	Message  string         `json:"message"`
+	Via      string         `json:"via"`
+	Approval *approvalState `json:"approval"`
+}
+
+// Gate checks call, waits for a decision if a person must decide, and
+// claims the approval for exactly this call id and these arguments. The
+// returned Outcome is always safe to act on; the error, when not nil,
+// explains a policy_unavailable outcome for the logs.
+func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
+	var res checkResponse
+	if err := c.do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
+		return unavailable(call), err
+	}
+	switch res.Decision {
+	case "allow":
+		return Outcome{Allowed: true, Via: res.Via}, nil
+	case "deny":
+		return Outcome{Code: res.Code, Message: res.Message}, nil
+	case "pending":
+		if res.Approval == nil {
+			return unavailable(call), errors.New("countersign: pending answer without an approval")
+		}
+	default:
+		return unavailable(call), fmt.Errorf("countersign: unknown decision %q", res.Decision)
+	}
+	st, err := c.wait(ctx, res.Approval)
+	if err != nil {
+		return unavailable(call), err
+	}
+	out := Outcome{ApprovalID: st.ID}
+	if st.Status != "approved" {
+		if st.Code == "" {
+			out = unavailable(call)
+			out.ApprovalID = st.ID
+			return out, fmt.Errorf("countersign: approval ended as %s", st.Status)
+		}
+		out.Code, out.Message = st.Code, st.Message
+		return out, nil
+	}
+	// Bind the approval to this very call before running it.
+	claim := map[string]string{"call_id": call.CallID, "arguments_digest": approval.Digest(call.Arguments)}
+	var claimed approvalState
+	if err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(st.ID)+"/claim", claim, &claimed); err != nil {
+		out = unavailable(call)
+		out.ApprovalID = st.ID
+		return out, err
+	}
+	return Outcome{Allowed: true, Via: "person", Scope: st.Scope, ApprovalID: st.ID}, nil
+}
+
+// wait long-polls until the item settles or its expiry (plus a grace for the
+// server's sweep) has passed.
+func (c *Client) wait(ctx context.Context, a *approvalState) (approvalState, error) {
+	st := *a
+	giveUp := a.ExpiresAt.Add(30 * time.Second)
+	for st.Status == "pending" || st.Status == "" {
+		if time.Now().After(giveUp) {
+			return st, errors.New("countersign: approval still pending after its expiry")
+		}
+		wait := c.PollWait
+		if wait <= 0 {
+			wait = 30 * time.Second
+		}
+		path := "/api/v1/approvals/" + url.PathEscape(a.ID) + "?wait=" + url.QueryEscape(wait.String())
+		if err := c.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// ConnectorTool describes one tool for SyncConnector.
+type ConnectorTool struct {
+	Name             string               `json:"name"`
+	DisplayName      string               `json:"display_name,omitempty"`
+	Description      string               `json:"description,omitempty"`
+	Annotations      approval.Annotations `json:"annotations"`
+	StandingApproval *bool                `json:"standing_approval,omitempty"`
+}
+
+// Connector is a connector's full tool list.
+type Connector struct {
+	DisplayName string          `json:"display_name"`
+	Kind        string          `json:"kind"` // builtin or connector
+	Tools       []ConnectorTool `json:"tools"`
+}
+
+// SyncConnector registers a connector and its full tool list; tools left
+// out are retired. Existing tools keep their policy.
+func (c *Client) SyncConnector(ctx context.Context, name string, conn Connector) error {
+	return c.do(ctx, http.MethodPut, "/api/v1/connectors/"+url.PathEscape(name), conn, nil)
+}
+
+// CancelTurn cancels a stopped turn's pending approvals; it returns how many.
+func (c *Client) CancelTurn(ctx context.Context, user, conversationID, turnID string) (int, error) {
+	var res struct {
+		Cancelled int `json:"cancelled"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/v1/turns/cancel",
+		map[string]string{"user": user, "conversation_id": conversationID, "turn_id": turnID}, &res)
+	return res.Cancelled, err
+}
+
+func unavailable(call Call) Outcome {
+	return Outcome{Code: CodePolicyUnavailable, Message: approval.Message(approval.CodePolicyUnavailable,
+		approval.MessageInput{Tool: call.Tool})}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(data, &e)
+		return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("countersign: unreadable answer: %w", err)
+	}
+	return nil
+}

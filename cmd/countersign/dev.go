@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/web"
+	"github.com/jackc/pgx/v5"
+)
+
+// runDev runs the whole product on one machine. It is a separate command
+// with its own wiring: nothing in serve can reach the development identity
+// provider or the private cluster.
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("dev", "countersign dev [--data DIR] [--no-agent]", stderr, true)
+	dataDir := fs.String("data", ".countersign", "folder for the private PostgreSQL cluster (reused between runs)")
+	noAgent := fs.Bool("no-agent", false, "don't run the scripted demo agent")
+	interval := fs.Duration("agent-interval", 8*time.Second, "time between the demo agent's calls")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := web.LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+
+	if cfg.DatabaseURL == "" {
+		fmt.Fprintf(stdout, "Starting a private PostgreSQL in %s …\n", filepath.Join(*dataDir, "pg"))
+		cluster, err := dev.StartCluster(ctx, filepath.Join(*dataDir, "pg"))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Fprintln(stdout, "Stopping the private PostgreSQL …")
+			if err := cluster.Stop(); err != nil {
+				fmt.Fprintln(stderr, "could not stop PostgreSQL cleanly:", err)
+			} else {
+				fmt.Fprintln(stdout, "PostgreSQL stopped. Data kept in", cluster.Dir)
+			}
+		}()
+		if cfg.DatabaseURL, err = ensureDatabase(ctx, cluster.URL(), "countersign"); err != nil {
+			return err
+		}
+	}
+
+	idp, err := dev.StartIdP()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = idp.Shutdown() }()
+	oc := idp.Config()
+	cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCClientSecret = oc.Issuer, oc.ClientID, oc.ClientSecret
+	cfg.AdminEmails = append(cfg.AdminEmails, dev.DemoAdmin.Email)
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (set COUNTERSIGN_LISTEN and COUNTERSIGN_BASE_URL to use another port)", cfg.Listen, err)
+	}
+	if os.Getenv("COUNTERSIGN_BASE_URL") == "" {
+		cfg.BaseURL = devBaseURL(ln.Addr().(*net.TCPAddr))
+	}
+	ready := func(a *app) {
+		fmt.Fprintf(stdout, "\nCountersign is running: open %s\n", cfg.BaseURL)
+		fmt.Fprintf(stdout, "Sign in as %s (member) or %s (admin) on the development sign-in page.\n", dev.DemoMember.Name, dev.DemoAdmin.Name)
+		fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
+		if *noAgent {
+			return
+		}
+		key, _, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
+		if err != nil {
+			log.Error("demo agent key", "err", err)
+			return
+		}
+		go func() {
+			// Wait until the server answers before the agent starts.
+			time.Sleep(300 * time.Millisecond)
+			err := dev.RunAgent(ctx, dev.AgentOptions{Client: client.New(cfg.BaseURL.String(), key),
+				User: dev.DemoMember.Subject, Interval: *interval, Out: prefixWriter{w: stdout, prefix: "agent │ "}})
+			if err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("demo agent stopped", "err", err)
+			}
+		}()
+	}
+	return serveApp(ctx, cfg, log, ln, ready)
+}
+
+func devBaseURL(addr *net.TCPAddr) *url.URL {
+	host := "localhost"
+	if !addr.IP.IsLoopback() && !addr.IP.IsUnspecified() {
+		host = addr.IP.String()
+	}
+	return &url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", host, addr.Port)}
+}
+
+// ensureDatabase creates the named database on the cluster if it is missing
+// and returns its URL.
+func ensureDatabase(ctx context.Context, adminURL, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", err
+		}
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	lines := strings.SplitAfter(string(b), "\n")
+	var sb strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			sb.WriteString(p.prefix + l)
+		}
+	}
+	_, err := io.WriteString(p.w, sb.String())
+	return len(b), err
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/web"
+)
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate", "countersign migrate   (reads COUNTERSIGN_DATABASE_URL)", stderr, false)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := web.LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		return errors.New("COUNTERSIGN_DATABASE_URL is required for migrate")
+	}
+	n, err := db.Migrate(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "applied %d migration(s); schema at version %d\n", n, db.KnownSchemaVersion())
+	return nil
+}
+
+func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stderr, "Usage: countersign apikey create --name NAME   (reads COUNTERSIGN_DATABASE_URL)")
+			return nil
+		}
+		fmt.Fprintln(stderr, "Usage: countersign apikey create --name NAME")
+		return errUsage
+	}
+	fs := newFlags("apikey create", "countersign apikey create --name NAME   (reads COUNTERSIGN_DATABASE_URL)", stderr, false)
+	name := fs.String("name", "", "a name that says which runtime uses the key (required)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if *name == "" {
+		fs.Usage()
+		return errUsage
+	}
+	cfg, err := web.LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		return errors.New("COUNTERSIGN_DATABASE_URL is required for apikey create")
+	}
+	if _, err := db.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	store, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	key, k, err := store.CreateAPIKey(ctx, *name, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "Created API key %q (id %d). It is shown once; store it now:\n", k.Name, k.ID)
+	fmt.Fprintln(stdout, key)
+	return nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/web"
+)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", "countersign serve", stderr, true)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := web.LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.RequireServe(); err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (COUNTERSIGN_LISTEN): %w", cfg.Listen, err)
+	}
+	log.Info("countersign serving", "version", version, "listen", ln.Addr().String(), "base_url", cfg.BaseURL.String())
+	return serveApp(ctx, cfg, log, ln, nil)
+}
+
+// app is a running Countersign: pool, listener hub, server, sweeps.
+type app struct {
+	db     *db.DB
+	hub    *db.Hub
+	server *web.Server
+}
+
+// serveApp migrates, connects, starts the listener hub, identity provider
+// discovery and sweeps, and serves on ln until ctx ends. ready, if set, is
+// called once the app is built (dev uses it to start the demo agent).
+func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.Listener, ready func(*app)) error {
+	n, err := db.Migrate(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("database migrated", "applied", n, "schema_version", db.KnownSchemaVersion())
+	}
+	store, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hub := db.NewHub(cfg.DatabaseURL, log)
+	go hub.Run(runCtx)
+	select {
+	case <-hub.Ready():
+	case <-time.After(15 * time.Second):
+		return fmt.Errorf("could not LISTEN for notifications on the database (a transaction pooler cannot carry LISTEN; use a direct or session-pooled connection)")
+	case <-ctx.Done():
+		return nil
+	}
+	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
+	go func() { _ = srv.OIDC.Discover(runCtx) }()
+	go sweep(runCtx, store, log)
+	if ready != nil {
+		ready(&app{db: store, hub: hub, server: srv})
+	}
+	err = srv.Serve(ctx, ln)
+	log.Info("stopped")
+	return err
+}
+
+// sweep expires pending items past their wait cap every second and removes
+// expired sessions every ten minutes, until ctx ends.
+func sweep(ctx context.Context, store *db.DB, log *slog.Logger) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastSessions := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n, err := store.ExpireDue(ctx, 500); err != nil && ctx.Err() == nil {
+			log.Warn("expiry sweep", "err", err)
+		} else if n > 0 {
+			log.Info("expired pending approvals", "count", n)
+		}
+		if time.Since(lastSessions) > 10*time.Minute {
+			lastSessions = time.Now()
+			if _, err := store.SweepSessions(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("session sweep", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// apiKeyPrefix starts every runtime key, so that a leaked key is easy to
+// recognise in logs and by secret scanners.
+const apiKeyPrefix = "cs_"
+
+// APIKey is a runtime API key as stored: never the key itself.
+type APIKey struct {
+	ID         int64      `db:"id"`
+	Name       string     `db:"name"`
+	Prefix     string     `db:"key_prefix"`
+	CreatedBy  *int64     `db:"created_by"`
+	Creator    string     `db:"creator"`
+	CreatedAt  time.Time  `db:"created_at"`
+	LastUsedAt *time.Time `db:"last_used_at"`
+	RevokedAt  *time.Time `db:"revoked_at"`
+}
+
+// Actor is k as an audit actor.
+func (k APIKey) Actor() approval.Actor {
+	return approval.Actor{Kind: approval.ActorAPIKey, ID: strconv.FormatInt(k.ID, 10), Name: k.Name}
+}
+
+func hashAPIKey(key string) []byte {
+	h := sha256.Sum256([]byte(key))
+	return h[:]
+}
+
+// CreateAPIKey makes a new key named name, stores its hash and returns the
+// key, which is shown once and never again. creator is nil for keys made on
+// the command line.
+func (d *DB) CreateAPIKey(ctx context.Context, name string, creator *User) (string, APIKey, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 100 {
+		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
+			"A key needs a name of 1 to 100 characters.")
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", APIKey{}, err
+	}
+	key := apiKeyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	actor := approval.Actor{Kind: approval.ActorSystem, ID: "cli", Name: "command line"}
+	var createdBy *int64
+	if creator != nil {
+		createdBy, actor = &creator.ID, creator.Actor()
+	}
+	var k APIKey
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			INSERT INTO api_keys (name, key_hash, key_prefix, created_by) VALUES ($1, $2, $3, $4)
+			RETURNING id, created_at`, name, hashAPIKey(key), key[:len(apiKeyPrefix)+6], createdBy,
+		).Scan(&k.ID, &k.CreatedAt)
+		if err != nil {
+			return err
+		}
+		k.Name, k.Prefix, k.CreatedBy = name, key[:len(apiKeyPrefix)+6], createdBy
+		return RecordAudit(ctx, tx, approval.AuditEvent{
+			Actor: actor, Action: approval.ActionAPIKeyCreated,
+			Detail: map[string]any{"key_id": k.ID, "key_name": name},
+		})
+	})
+	if err != nil {
+		return "", APIKey{}, translate("create api key", err)
+	}
+	return key, k, nil
+}
+
+// ListAPIKeys returns every key, newest first.
+func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
+	rows, err := d.Pool.Query(ctx, `
+		SELECT k.id, k.name, k.key_prefix, k.created_by, COALESCE(NULLIF(u.name, ''), u.email, 'command line') AS creator,
+			k.created_at, k.last_used_at, k.revoked_at
+		FROM api_keys k LEFT JOIN users u ON u.id = k.created_by
+		ORDER BY k.revoked_at IS NOT NULL, k.id DESC`)
+	if err != nil {
+		return nil, translate("list api keys", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByName[APIKey])
+	return keys, translate("list api keys", err)
+}
+
+// RevokeAPIKey revokes the key with id; revoking twice is a no-op that
+// writes no second line.
+func (d *DB) RevokeAPIKey(ctx context.Context, id int64, by User) error {
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		var name string
+		err := tx.QueryRow(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL RETURNING name`, id).Scan(&name)
+		if err != nil {
+			return err
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{
+			Actor: by.Actor(), Action: approval.ActionAPIKeyRevoked,
+			Detail: map[string]any{"key_id": id, "key_name": name},
+		})
+	})
+	return translate("revoke api key", err)
+}
+
+// AuthenticateAPIKey returns the live key matching key, and notes its use at
+// most once a minute.
+func (d *DB) AuthenticateAPIKey(ctx context.Context, key string) (APIKey, error) {
+	unauthorized := approval.Errorf(approval.KindUnauthorized, approval.CodeUnauthorized,
+		"A valid API key is required: send Authorization: Bearer <key>.")
+	if !strings.HasPrefix(key, apiKeyPrefix) || len(key) > 200 {
+		return APIKey{}, unauthorized
+	}
+	var k APIKey
+	err := d.Pool.QueryRow(ctx, `
+		UPDATE api_keys SET last_used_at = now()
+		WHERE key_hash = $1 AND revoked_at IS NULL
+		  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+		RETURNING id, name, key_prefix, created_at`, hashAPIKey(key)).Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
+	if err == pgx.ErrNoRows {
+		err = d.Pool.QueryRow(ctx, `
+			SELECT id, name, key_prefix, created_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+			hashAPIKey(key)).Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
+	}
+	if err == pgx.ErrNoRows {
+		return APIKey{}, unauthorized
+	}
+	return k, translate("authenticate api key", err)
+}

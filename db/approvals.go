@@ -1,0 +1,345 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// Approval is one pending item and what became of it.
+type Approval struct {
+	ID                 string                   `db:"id"`
+	OwnerSubject       string                   `db:"owner_subject"`
+	APIKeyID           int64                    `db:"api_key_id"`
+	ConversationID     string                   `db:"conversation_id"`
+	TurnID             string                   `db:"turn_id"`
+	CallID             string                   `db:"call_id"`
+	ToolID             int64                    `db:"tool_id"`
+	Connector          string                   `db:"connector"`
+	Tool               string                   `db:"tool"`
+	ArgumentsDigest    string                   `db:"arguments_digest"`
+	ArgumentsSize      int                      `db:"arguments_size"`
+	Preview            approval.ArgumentPreview `db:"preview"`
+	AgentReason        string                   `db:"agent_reason"`
+	AvailableDecisions []string                 `db:"available_decisions"`
+	PolicyVersion      int                      `db:"policy_version"`
+	Status             approval.Status          `db:"status"`
+	Scope              *string                  `db:"scope"`
+	ReviewerID         *int64                   `db:"reviewer_id"`
+	RejectReason       string                   `db:"reject_reason"`
+	CreatedAt          time.Time                `db:"created_at"`
+	ExpiresAt          time.Time                `db:"expires_at"`
+	DecidedAt          *time.Time               `db:"decided_at"`
+	ConsumedAt         *time.Time               `db:"consumed_at"`
+	ToolDisplay        string                   `db:"tool_display"`
+	ConnectorDisplay   string                   `db:"connector_display"`
+	ConnectorKind      string                   `db:"connector_kind"`
+	ReadOnlyHint       *bool                    `db:"read_only_hint"`
+	DestructiveHint    *bool                    `db:"destructive_hint"`
+	OpenWorldHint      *bool                    `db:"open_world_hint"`
+}
+
+// Annotations are the tool's hints at read time.
+func (a Approval) Annotations() approval.Annotations {
+	return approval.Annotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
+}
+
+// Code is the reason code of a settled, not-approved item.
+func (a Approval) Code() approval.ReasonCode { return approval.CodeForStatus(a.Status) }
+
+// Message is the model-facing message of a settled, not-approved item.
+func (a Approval) Message() string {
+	code := a.Code()
+	if code == "" {
+		return ""
+	}
+	return approval.Message(code, approval.MessageInput{Tool: a.ToolDisplay, UserReason: a.RejectReason})
+}
+
+const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, a.conversation_id, a.turn_id, a.call_id,
+	a.tool_id, a.connector, a.tool, a.arguments_digest, a.arguments_size, a.preview, a.agent_reason,
+	a.available_decisions, a.policy_version, a.status, a.scope, a.reviewer_id, a.reject_reason, a.created_at,
+	a.expires_at, a.decided_at, a.consumed_at, t.display_name AS tool_display, c.display_name AS connector_display,
+	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint
+	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector`
+
+func collectApprovals(rows pgx.Rows, err error) ([]Approval, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByName[Approval])
+}
+
+func getApproval(ctx context.Context, q pgx.Tx, id string, lock bool) (Approval, error) {
+	sql := approvalSelect + ` WHERE a.id = $1`
+	if lock {
+		sql += ` FOR UPDATE OF a`
+	}
+	list, err := collectApprovals(q.Query(ctx, sql, id))
+	if err != nil {
+		return Approval{}, err
+	}
+	if len(list) == 0 {
+		return Approval{}, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	}
+	return list[0], nil
+}
+
+// ApprovalForKey returns the item if key created it; any other key gets
+// not found, as if it did not exist.
+func (d *DB) ApprovalForKey(ctx context.Context, id string, key APIKey) (Approval, error) {
+	var a Approval
+	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
+		a, err = getApproval(ctx, tx, id, false)
+		return err
+	})
+	if err == nil && a.APIKeyID != key.ID {
+		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	}
+	return a, translate("get approval", err)
+}
+
+// ApprovalForOwner returns the item if subject owns it.
+func (d *DB) ApprovalForOwner(ctx context.Context, id, subject string) (Approval, error) {
+	var a Approval
+	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
+		a, err = getApproval(ctx, tx, id, false)
+		return err
+	})
+	if err == nil && a.OwnerSubject != subject {
+		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	}
+	return a, translate("get approval", err)
+}
+
+// PendingFor lists an owner's pending items, newest first.
+func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
+	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
+		WHERE a.owner_subject = $1 AND a.status = 'pending' AND a.expires_at > now()
+		ORDER BY a.created_at DESC, a.id LIMIT 200`, subject))
+	return list, translate("list pending", err)
+}
+
+// RecentDecisionsFor lists an owner's last decided items, newest first.
+func (d *DB) RecentDecisionsFor(ctx context.Context, subject string, limit int) ([]Approval, error) {
+	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
+		WHERE a.owner_subject = $1 AND a.decided_at IS NOT NULL
+		ORDER BY a.decided_at DESC, a.id LIMIT $2`, subject, limit))
+	return list, translate("list recent decisions", err)
+}
+
+func auditForApproval(a Approval, actor approval.Actor, action string, detail map[string]any) approval.AuditEvent {
+	return approval.AuditEvent{Actor: actor, Action: action, Connector: a.Connector, Tool: a.Tool,
+		ConversationID: a.ConversationID, TurnID: a.TurnID, ApprovalID: a.ID, Detail: detail}
+}
+
+// Decide records a reviewer's decision: one conditional UPDATE, the grant
+// it implies, its audit line and the notification, in one transaction. The
+// reviewer comes from the session; only the owner may decide, anyone else
+// gets not found. Of any number of concurrent decisions exactly one wins.
+func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.Decision, reason string) (Approval, error) {
+	var out Approval
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		a, err := getApproval(ctx, tx, id, false)
+		if err != nil {
+			return err
+		}
+		if a.OwnerSubject != reviewer.Subject {
+			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+		}
+		if !approval.Offered(dec, a.AvailableDecisions) {
+			return approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
+		}
+		status, scope := approval.StatusApproved, string(dec.Scope())
+		if dec == approval.Reject {
+			status = approval.StatusRejected
+		}
+		var scopeArg *string
+		if status == approval.StatusApproved {
+			scopeArg = &scope
+		}
+		tag, err := tx.Exec(ctx, `
+			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, decided_at = now()
+			WHERE id = $1 AND status = 'pending' AND expires_at > now()`,
+			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			if a.Status == approval.StatusPending {
+				return approval.Errorf(approval.KindConflict, approval.CodeExpired, "This request expired before it was answered, so the call did not run.")
+			}
+			return approval.Errorf(approval.KindConflict, approval.CodeAlreadyDecided, "This request was already answered (%s).", a.Status)
+		}
+		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
+			var conv *string
+			if dec == approval.ApproveConversation {
+				conv = &a.ConversationID
+			}
+			// The grant carries the policy version the person saw when asked.
+			if _, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id)
+				VALUES ($1, $2, $3, $4, $5)`, a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID); err != nil {
+				return err
+			}
+		}
+		if out, err = getApproval(ctx, tx, id, false); err != nil {
+			return err
+		}
+		detail := map[string]any{}
+		if dec == approval.Reject {
+			detail["reason_given"] = out.RejectReason != ""
+		}
+		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
+			return err
+		}
+		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
+	})
+	return out, translate("decide approval", err)
+}
+
+// MaxRejectReason is the longest reason kept, in characters.
+const MaxRejectReason = 500
+
+func rejectReason(dec approval.Decision, reason string) string {
+	if dec != approval.Reject {
+		return ""
+	}
+	r := []rune(reason)
+	if len(r) > MaxRejectReason {
+		r = r[:MaxRejectReason]
+	}
+	return string(r)
+}
+
+func decisionAction(d approval.Decision) string {
+	switch d {
+	case approval.ApproveConversation:
+		return approval.ActionApprovedConversation
+	case approval.AlwaysAllow:
+		return approval.ActionAlwaysAllowed
+	case approval.Reject:
+		return approval.ActionRejected
+	}
+	return approval.ActionApproved
+}
+
+// Claim turns an approved item into consumed, once, for the key that
+// created it and only with the call id and digest that were shown.
+func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (Approval, error) {
+	var out Approval
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		a, err := getApproval(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if a.APIKeyID != key.ID {
+			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+		}
+		switch {
+		case a.Status == approval.StatusConsumed:
+			return approval.Errorf(approval.KindConflict, approval.CodeConsumed, "This approval was already used; an approval runs one call once.")
+		case a.Status != approval.StatusApproved:
+			return approval.Errorf(approval.KindConflict, approval.CodeNotApproved, "This call is not approved (%s), so it must not run.", a.Status)
+		case a.CallID != callID || a.ArgumentsDigest != digest:
+			return approval.Errorf(approval.KindConflict, approval.CodeCallMismatch, "The approval was given for a different call or different arguments, so this call must not run.")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE approvals SET status = 'consumed', consumed_at = now() WHERE id = $1 AND status = 'approved'`, id); err != nil {
+			return err
+		}
+		if out, err = getApproval(ctx, tx, id, false); err != nil {
+			return err
+		}
+		if err := RecordAudit(ctx, tx, auditForApproval(out, key.Actor(), approval.ActionClaimed, nil)); err != nil {
+			return err
+		}
+		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
+	})
+	return out, translate("claim approval", err)
+}
+
+// settle moves matching pending items to a terminal status with an audit
+// line and a notification each, inside tx.
+func settle(ctx context.Context, tx pgx.Tx, status approval.Status, action string, actor approval.Actor, where string, args ...any) ([]Approval, error) {
+	rows, err := tx.Query(ctx, `UPDATE approvals a SET status = '`+string(status)+`', decided_at = now()
+		WHERE a.status = 'pending' AND `+where+` RETURNING a.id::text`, args...)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Approval, 0, len(ids))
+	for _, id := range ids {
+		a, err := getApproval(ctx, tx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := RecordAudit(ctx, tx, auditForApproval(a, actor, action, nil)); err != nil {
+			return nil, err
+		}
+		if err := notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject}); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// expireLockID is the advisory lock of the expiry sweep, so that one
+// instance sweeps at a time.
+const expireLockID = 0x657870697265 // "expire"
+
+// ExpireDue expires pending items past their wait cap, at most limit at a
+// time; it returns how many it expired. Several instances may call it: the
+// advisory lock lets one sweep while the others skip.
+func (d *DB) ExpireDue(ctx context.Context, limit int) (int, error) {
+	n := 0
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(expireLockID)).Scan(&got); err != nil || !got {
+			return err
+		}
+		list, err := settle(ctx, tx, approval.StatusExpired, approval.ActionExpired, approval.SystemActor,
+			`a.id IN (SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT `+strconv.Itoa(limit)+` FOR UPDATE SKIP LOCKED)`)
+		n = len(list)
+		return err
+	})
+	return n, translate("expire due", err)
+}
+
+// ExpireIfDue expires one item whose wait cap has passed (a waiter does
+// this at the deadline instead of waiting for the sweep).
+func (d *DB) ExpireIfDue(ctx context.Context, id string) error {
+	return translate("expire item", d.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := settle(ctx, tx, approval.StatusExpired, approval.ActionExpired, approval.SystemActor,
+			`a.id = $1 AND a.expires_at <= now()`, id)
+		return err
+	}))
+}
+
+// CancelTurn cancels a stopped turn's pending items that key created.
+func (d *DB) CancelTurn(ctx context.Context, key APIKey, user, conversation, turn string) (int, error) {
+	n := 0
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		list, err := settle(ctx, tx, approval.StatusCancelled, approval.ActionCancelled, key.Actor(),
+			`a.owner_subject = $1 AND a.conversation_id = $2 AND a.turn_id = $3 AND a.api_key_id = $4`,
+			user, conversation, turn, key.ID)
+		n = len(list)
+		return err
+	})
+	return n, translate("cancel turn", err)
+}
+
+// SweepSessions deletes expired sessions.
+func (d *DB) SweepSessions(ctx context.Context) (int64, error) {
+	tag, err := d.Pool.Exec(ctx, `DELETE FROM sessions WHERE expiry < now()`)
+	if err != nil {
+		return 0, fmt.Errorf("db: sweep sessions: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

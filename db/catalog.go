@@ -1,0 +1,172 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// ConnectorSync is a runtime's full description of one connector.
+type ConnectorSync struct {
+	Name        string
+	DisplayName string
+	Kind        string
+	Tools       []ToolSync
+}
+
+// ToolSync is one tool in a catalog sync.
+type ToolSync struct {
+	Name             string
+	DisplayName      string
+	Description      string
+	Annotations      approval.Annotations
+	StandingApproval *bool
+}
+
+// Tool is a catalog tool with its policy.
+type Tool struct {
+	ID               int64      `db:"id"`
+	Connector        string     `db:"connector"`
+	Name             string     `db:"name"`
+	DisplayName      string     `db:"display_name"`
+	Description      string     `db:"description"`
+	ReadOnlyHint     *bool      `db:"read_only_hint"`
+	DestructiveHint  *bool      `db:"destructive_hint"`
+	IdempotentHint   *bool      `db:"idempotent_hint"`
+	OpenWorldHint    *bool      `db:"open_world_hint"`
+	Mode             string     `db:"mode"`
+	StandingApproval bool       `db:"standing_approval"`
+	Condition        string     `db:"condition"`
+	PolicyVersion    int        `db:"policy_version"`
+	RetiredAt        *time.Time `db:"retired_at"`
+	ConnectorDisplay string     `db:"connector_display"`
+	ConnectorKind    string     `db:"connector_kind"`
+	ConnectorDeleted bool       `db:"connector_deleted"`
+}
+
+// Annotations are the tool's hints.
+func (t Tool) Annotations() approval.Annotations {
+	return approval.Annotations{ReadOnlyHint: t.ReadOnlyHint, DestructiveHint: t.DestructiveHint,
+		IdempotentHint: t.IdempotentHint, OpenWorldHint: t.OpenWorldHint}
+}
+
+// Policy is the tool's policy.
+func (t Tool) Policy() approval.Policy {
+	return approval.Policy{Mode: approval.Mode(t.Mode), StandingApproval: t.StandingApproval,
+		Condition: t.Condition, Version: t.PolicyVersion}
+}
+
+const toolSelect = `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
+	t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
+	t.policy_version, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
+	c.deleted_at IS NOT NULL AS connector_deleted
+	FROM tools t JOIN connectors c ON c.name = t.connector`
+
+// SyncConnector upserts a connector and its full tool list. New tools get
+// the default policy; existing tools keep theirs (a re-sync never loosens
+// policy); tools missing from the list are retired.
+func (d *DB) SyncConnector(ctx context.Context, actor approval.Actor, s ConnectorSync) error {
+	return translate("sync connector", d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO connectors (name, display_name, kind) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO UPDATE SET display_name = EXCLUDED.display_name, kind = EXCLUDED.kind,
+				updated_at = now(), deleted_at = NULL`, s.Name, s.DisplayName, s.Kind); err != nil {
+			return err
+		}
+		names := make([]string, 0, len(s.Tools))
+		added := 0
+		for _, t := range s.Tools {
+			names = append(names, t.Name)
+			p := approval.DefaultPolicy(t.Annotations, t.StandingApproval)
+			a := t.Annotations
+			var inserted bool
+			err := tx.QueryRow(ctx, `
+				INSERT INTO tools (connector, name, display_name, description, read_only_hint, destructive_hint,
+					idempotent_hint, open_world_hint, mode, standing_approval)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+				ON CONFLICT (connector, name) DO UPDATE SET
+					display_name = EXCLUDED.display_name, description = EXCLUDED.description,
+					annotations_changed_at = CASE WHEN (tools.read_only_hint, tools.destructive_hint, tools.idempotent_hint, tools.open_world_hint)
+						IS DISTINCT FROM (EXCLUDED.read_only_hint, EXCLUDED.destructive_hint, EXCLUDED.idempotent_hint, EXCLUDED.open_world_hint)
+						THEN now() ELSE tools.annotations_changed_at END,
+					read_only_hint = EXCLUDED.read_only_hint, destructive_hint = EXCLUDED.destructive_hint,
+					idempotent_hint = EXCLUDED.idempotent_hint, open_world_hint = EXCLUDED.open_world_hint,
+					retired_at = NULL, updated_at = now()
+				RETURNING xmax = 0`,
+				s.Name, t.Name, t.DisplayName, t.Description, a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint,
+				a.OpenWorldHint, string(p.Mode), p.StandingApproval).Scan(&inserted)
+			if err != nil {
+				return err
+			}
+			if inserted {
+				added++
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tools SET retired_at = now() WHERE connector = $1 AND retired_at IS NULL AND NOT (name = ANY($2))`,
+			s.Name, names); err != nil {
+			return err
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionConnectorSynced, Connector: s.Name,
+			Detail: map[string]any{"tools": len(s.Tools), "new_tools": added}})
+	}))
+}
+
+// DeleteConnector marks a connector deleted; its tools keep their history
+// and grants.
+func (d *DB) DeleteConnector(ctx context.Context, actor approval.Actor, name string) error {
+	return translate("delete connector", d.InTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE connectors SET deleted_at = now() WHERE name = $1 AND deleted_at IS NULL`, name)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No connector named %q.", name)
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionConnectorDeleted, Connector: name})
+	}))
+}
+
+// ActiveTool returns a tool that can be called: known, not retired, and of
+// a connector that is not deleted.
+func activeTool(ctx context.Context, tx pgx.Tx, connector, name string) (Tool, error) {
+	rows, err := tx.Query(ctx, toolSelect+` WHERE t.connector = $1 AND t.name = $2
+		AND t.retired_at IS NULL AND c.deleted_at IS NULL FOR SHARE OF t`, connector, name)
+	if err != nil {
+		return Tool{}, err
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tool])
+	if err == pgx.ErrNoRows {
+		return Tool{}, approval.Errorf(approval.KindNotFound, approval.CodeUnknownTool,
+			"The tool %s · %s is not in the catalog (or was retired). Sync the connector's tool list first.", connector, name)
+	}
+	return t, err
+}
+
+// SetToolPolicy changes a tool's policy and bumps its version (tests and the
+// policy screen use it).
+func (d *DB) SetToolPolicy(ctx context.Context, actor approval.Actor, connector, name string, p approval.Policy) (Tool, error) {
+	var out Tool
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		before, err := activeTool(ctx, tx, connector, name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
+			policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
+			before.ID, string(p.Mode), p.StandingApproval, p.Condition); err != nil {
+			return err
+		}
+		out, err = activeTool(ctx, tx, connector, name)
+		if err != nil {
+			return err
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,
+			Connector: connector, Tool: name, Detail: map[string]any{
+				"before": map[string]any{"mode": before.Mode, "standing_approval": before.StandingApproval, "condition": before.Condition, "version": before.PolicyVersion},
+				"after":  map[string]any{"mode": out.Mode, "standing_approval": out.StandingApproval, "condition": out.Condition, "version": out.PolicyVersion},
+			}})
+	})
+	return out, translate("set tool policy", err)
+}

@@ -1,0 +1,229 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// CheckRequest is a runtime's question: may this call run?
+type CheckRequest struct {
+	CallID         string
+	User           string // OIDC subject of the conversation's owner
+	ConversationID string
+	TurnID         string
+	Connector      string
+	Tool           string
+	Arguments      string
+	Reason         string
+	PlaybookRunID  string
+}
+
+// CheckResult is the check's answer.
+type CheckResult struct {
+	Outcome  approval.Outcome
+	Tool     Tool
+	Approval *Approval // on pending
+	Message  string    // model-facing, on deny
+}
+
+// ConditionFunc evaluates a policy condition over parsed arguments.
+type ConditionFunc func(condition string, args approval.Arguments) approval.ConditionResult
+
+// CheckOptions are the check's settings.
+type CheckOptions struct {
+	Timeout         time.Duration
+	DeniedThreshold int
+	Condition       ConditionFunc // nil: any condition fails closed to "ask"
+}
+
+// Check runs the decision order for one call inside one transaction: it
+// reads the tool's policy, the turn's rejections and the owner's grants,
+// evaluates, and records what follows — an audited auto-approval, an
+// audited refusal, or a pending item. A pending item is committed before the
+// caller answers and before the notification is delivered (Postgres sends
+// NOTIFY at commit), so nothing announces an item that could still vanish.
+func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckOptions) (CheckResult, error) {
+	var res CheckResult
+	args := approval.ParseArguments(req.Arguments)
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		err = d.checkTx(ctx, key, req, args, opt, &res)
+		// Two identical calls racing both insert; the loser retries and
+		// finds the winner's item.
+		if !isUniqueViolation(err) {
+			break
+		}
+	}
+	if err != nil {
+		return CheckResult{}, translate("check", err)
+	}
+	if res.Outcome.Verdict == approval.Deny {
+		res.Message = approval.Message(res.Outcome.Code, approval.MessageInput{Tool: res.Tool.DisplayName})
+	}
+	return res, nil
+}
+
+func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, out *CheckResult) error {
+	return d.InTx(ctx, func(tx pgx.Tx) error {
+		res := CheckResult{}
+		defer func() { *out = res }()
+		res = CheckResult{}
+		tool, err := activeTool(ctx, tx, req.Connector, req.Tool)
+		if err != nil {
+			return err
+		}
+		res.Tool = tool
+		// The same call sent again while pending gets the same item.
+		if a, ok, err := findPendingCall(ctx, tx, req, args.Digest); err != nil || ok {
+			res.Outcome, res.Approval = approval.Outcome{Verdict: approval.Pending}, &a
+			return err
+		}
+		in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
+			InPlaybookRun: req.PlaybookRunID != ""}
+		in.Condition = evalCondition(tool.Condition, args, opt.Condition)
+		if in.RejectionsThisTurn, err = rejectionsThisTurn(ctx, tx, req, tool.ID, args.Digest); err != nil {
+			return err
+		}
+		grants, err := validGrants(ctx, tx, req, tool)
+		if err != nil {
+			return err
+		}
+		in.ConversationGrant, in.AlwaysGrant = grants.conversation != 0, grants.always != 0
+		res.Outcome = approval.Evaluate(in)
+		return d.applyOutcome(ctx, tx, key, req, args, tool, grants, &res, opt)
+	})
+}
+
+func evalCondition(cond string, args approval.Arguments, f ConditionFunc) approval.ConditionResult {
+	switch {
+	case cond == "":
+		return approval.NoCondition
+	case !args.Parsed || f == nil:
+		return approval.ConditionError
+	}
+	return f(cond, args)
+}
+
+func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, args approval.Arguments,
+	tool Tool, grants grantIDs, res *CheckResult, opt CheckOptions) error {
+	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
+		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID}
+	o := res.Outcome
+	switch {
+	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant:
+		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": grants.conversation}
+		return useGrant(ctx, tx, grants.conversation, ev)
+	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow:
+		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": grants.always}
+		return useGrant(ctx, tx, grants.always, ev)
+	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:
+		ev.Action = approval.ActionBlockedRepeated
+		return RecordAudit(ctx, tx, ev)
+	case o.Verdict == approval.Deny && o.Code == approval.CodeBlockedByPolicy:
+		ev.Action = approval.ActionBlockedByPolicy
+		return RecordAudit(ctx, tx, ev)
+	case o.Verdict == approval.Pending:
+		a, err := createPending(ctx, tx, key, req, args, tool, opt.Timeout)
+		if err != nil {
+			return err
+		}
+		res.Approval = &a
+		ev.Action, ev.ApprovalID = approval.ActionRequested, a.ID
+		if err := RecordAudit(ctx, tx, ev); err != nil {
+			return err
+		}
+		return notify(ctx, tx, Change{ApprovalID: a.ID, Owner: a.OwnerSubject})
+	}
+	return nil
+}
+
+func useGrant(ctx context.Context, tx pgx.Tx, id int64, ev approval.AuditEvent) error {
+	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now() WHERE id = $1`, id); err != nil {
+		return err
+	}
+	return RecordAudit(ctx, tx, ev)
+}
+
+func findPendingCall(ctx context.Context, tx pgx.Tx, req CheckRequest, digest string) (Approval, bool, error) {
+	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
+		WHERE a.owner_subject = $1 AND a.conversation_id = $2 AND a.turn_id = $3 AND a.call_id = $4
+		  AND a.arguments_digest = $5 AND a.status = 'pending' AND a.expires_at > now()`,
+		req.User, req.ConversationID, req.TurnID, req.CallID, digest))
+	if err != nil || len(list) == 0 {
+		return Approval{}, false, err
+	}
+	return list[0], true, nil
+}
+
+// rejectionsThisTurn counts explicit rejections of this tool with these
+// arguments in this turn since the last approval of the same combination;
+// expiries do not count.
+func rejectionsThisTurn(ctx context.Context, tx pgx.Tx, req CheckRequest, toolID int64, digest string) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `
+		SELECT count(*) FROM approvals r
+		WHERE r.owner_subject = $1 AND r.conversation_id = $2 AND r.turn_id = $3 AND r.tool_id = $4
+		  AND r.arguments_digest = $5 AND r.status = 'rejected'
+		  AND r.decided_at > COALESCE((SELECT max(p.decided_at) FROM approvals p
+			WHERE p.owner_subject = $1 AND p.conversation_id = $2 AND p.turn_id = $3 AND p.tool_id = $4
+			  AND p.arguments_digest = $5 AND p.status IN ('approved', 'consumed')), '-infinity')`,
+		req.User, req.ConversationID, req.TurnID, toolID, digest).Scan(&n)
+	return n, err
+}
+
+type grantIDs struct{ conversation, always int64 }
+
+// validGrants finds standing grants that are valid now: not revoked, given
+// under the tool's current policy version, while the tool offers standing
+// approval. Grants are never consulted in playbook runs.
+func validGrants(ctx context.Context, tx pgx.Tx, req CheckRequest, tool Tool) (grantIDs, error) {
+	var g grantIDs
+	if !tool.StandingApproval || req.PlaybookRunID != "" {
+		return g, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT id, conversation_id IS NOT NULL FROM standing_grants
+		WHERE user_subject = $1 AND tool_id = $2 AND revoked_at IS NULL AND policy_version = $3
+		  AND (conversation_id IS NULL OR conversation_id = $4)
+		ORDER BY id DESC`, req.User, tool.ID, tool.PolicyVersion, req.ConversationID)
+	if err != nil {
+		return g, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var conv bool
+		if err := rows.Scan(&id, &conv); err != nil {
+			return g, err
+		}
+		if conv && g.conversation == 0 {
+			g.conversation = id
+		} else if !conv && g.always == 0 {
+			g.always = id
+		}
+	}
+	return g, rows.Err()
+}
+
+func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, args approval.Arguments, tool Tool, timeout time.Duration) (Approval, error) {
+	decisions := approval.AvailableDecisions(tool.StandingApproval)
+	avail := make([]string, len(decisions))
+	for i, d := range decisions {
+		avail[i] = string(d)
+	}
+	var id string
+	err := tx.QueryRow(ctx, `
+		INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
+			arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval)
+		RETURNING id::text`,
+		req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
+		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout).Scan(&id)
+	if err != nil {
+		return Approval{}, err
+	}
+	return getApproval(ctx, tx, id, false)
+}

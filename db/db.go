@@ -1,0 +1,150 @@
+// Package db is Countersign's Postgres adapter: the pool, migrations,
+// transactions, the queries behind every screen and API call, and the
+// LISTEN/NOTIFY fan-out. Exported methods own their transaction; lowercase
+// helpers take a pgx.Tx.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/migrations"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// migrationLockID is the advisory lock key under which migrations run, so
+// that several processes starting together migrate once.
+const migrationLockID = 0x636f756e7465 // "counte"
+
+// DB is a Postgres pool with Countersign's queries.
+type DB struct {
+	Pool *pgxpool.Pool
+	// Now is the clock used for expiry decisions made in Go. Queries use the
+	// database's now(), which tests can shift with SetNow.
+	Now func() time.Time
+}
+
+// Open connects a pool to url and checks that the server answers.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("db: parse database URL: %w", err)
+	}
+	if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: open pool: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("db: connect: %w", err)
+	}
+	return &DB{Pool: pool, Now: time.Now}, nil
+}
+
+// Close closes the pool.
+func (d *DB) Close() { d.Pool.Close() }
+
+// Ping reports whether the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+
+// Migrate applies every embedded migration the database lacks, under an
+// advisory lock. It refuses to touch a schema newer than this binary knows.
+func Migrate(ctx context.Context, url string) (applied int, err error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return 0, fmt.Errorf("db: parse database URL: %w", err)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	defer sqlDB.Close()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return 0, fmt.Errorf("db: migration lock: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return 0, fmt.Errorf("db: migrations: %w", err)
+	}
+	if err := checkSchemaKnown(ctx, p); err != nil {
+		return 0, err
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("db: apply migrations: %w", err)
+	}
+	return len(res), nil
+}
+
+// ErrSchemaTooNew is returned when the database was migrated by a newer
+// Countersign than this one.
+var ErrSchemaTooNew = errors.New("db: the database schema is newer than this binary knows; upgrade Countersign")
+
+func checkSchemaKnown(ctx context.Context, p *goose.Provider) error {
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("db: read schema version: %w", err)
+	}
+	if current > KnownSchemaVersion() {
+		return fmt.Errorf("%w (database at %d, binary knows up to %d)", ErrSchemaTooNew, current, KnownSchemaVersion())
+	}
+	return nil
+}
+
+// KnownSchemaVersion is the newest migration embedded in this binary.
+func KnownSchemaVersion() int64 {
+	var max int64
+	entries, _ := migrations.FS.ReadDir(".")
+	for _, e := range entries {
+		var v int64
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v > max {
+			max = v
+		}
+	}
+	return max
+}
+
+// InTx runs fn in a transaction, committing when fn returns nil.
+func (d *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, d.Pool, fn)
+}
+
+// translate turns database errors that mean something to the domain into
+// *approval.Error, and wraps everything else with op.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if approval.AsError(err) != nil {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "not found")
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505":
+			return approval.Errorf(approval.KindConflict, "conflict", "already exists")
+		case "22P02": // invalid text representation, e.g. a malformed UUID
+			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "not found")
+		}
+	}
+	return fmt.Errorf("db: %s: %w", op, err)
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}

@@ -1,0 +1,220 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NotifyChannel is the Postgres channel every state change is announced on.
+const NotifyChannel = "countersign"
+
+// Change is the payload of a notification: which approval changed and whose
+// inbox shows it. Listeners re-read the row; the payload is only a pointer.
+type Change struct {
+	ApprovalID string `json:"a,omitempty"`
+	Owner      string `json:"o,omitempty"`
+}
+
+// notify queues a notification inside tx; Postgres delivers it at commit,
+// so a listener never hears of a change that was rolled back.
+func notify(ctx context.Context, tx pgx.Tx, ch Change) error {
+	b, _ := json.Marshal(ch)
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, string(b))
+	return err
+}
+
+// Hub holds the one LISTEN connection of a process and fans notifications
+// out in memory to any number of subscribers: long-polling runtimes wait on
+// an approval id, browsers' event streams on an owner. A subscriber receives
+// only a poke and re-reads the database, so a dropped or merged poke loses
+// nothing; after every reconnect all subscribers are poked, so a change made
+// while the connection was down is not missed.
+type Hub struct {
+	url string
+	log *slog.Logger
+
+	mu     sync.Mutex
+	subs   map[string]map[*Subscription]struct{}
+	ready  chan struct{}
+	closed chan struct{}
+	once   sync.Once
+	conn   *pgx.Conn // the current listening connection, for tests
+
+	// Reconnects counts successful LISTENs after the first.
+	reconnects int
+}
+
+// Subscription receives pokes on C until Close.
+type Subscription struct {
+	C   chan struct{}
+	hub *Hub
+	key string
+}
+
+// NewHub prepares a hub that listens through its own connection to url.
+func NewHub(url string, log *slog.Logger) *Hub {
+	return &Hub{url: url, log: log, subs: map[string]map[*Subscription]struct{}{},
+		ready: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// ApprovalKey and OwnerKey name what a subscriber waits on.
+func ApprovalKey(id string) string { return "a:" + id }
+
+// OwnerKey is the subscription key of an owner's inbox.
+func OwnerKey(subject string) string { return "o:" + subject }
+
+// Subscribe starts receiving pokes for key.
+func (h *Hub) Subscribe(key string) *Subscription {
+	s := &Subscription{C: make(chan struct{}, 1), hub: h, key: key}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[key] == nil {
+		h.subs[key] = map[*Subscription]struct{}{}
+	}
+	h.subs[key][s] = struct{}{}
+	return s
+}
+
+// Close stops the subscription.
+func (s *Subscription) Close() {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set := h.subs[s.key]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(h.subs, s.key)
+		}
+	}
+}
+
+func poke(s *Subscription) {
+	select {
+	case s.C <- struct{}{}:
+	default: // a poke is already pending; one re-read covers both
+	}
+}
+
+func (h *Hub) pokeKey(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[key] {
+		poke(s)
+	}
+}
+
+func (h *Hub) pokeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.subs {
+		for s := range set {
+			poke(s)
+		}
+	}
+}
+
+// Subscribers counts live subscriptions (for tests and metrics).
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, set := range h.subs {
+		n += len(set)
+	}
+	return n
+}
+
+// Ready is closed once the first LISTEN is in place.
+func (h *Hub) Ready() <-chan struct{} { return h.ready }
+
+// Closed is closed when the process is shutting down: waiters return now.
+func (h *Hub) Closed() <-chan struct{} { return h.closed }
+
+// CloseWaiters tells every waiter to return, for a quick shutdown.
+func (h *Hub) CloseWaiters() { h.once.Do(func() { close(h.closed) }) }
+
+// Run listens until ctx ends, reconnecting with backoff.
+func (h *Hub) Run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		err := h.listen(ctx, &first)
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("notification listener lost its connection; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+		}
+	}
+}
+
+func (h *Hub) listen(ctx context.Context, first *bool) error {
+	conn, err := pgx.Connect(ctx, h.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.conn = conn
+	if !*first {
+		h.reconnects++
+	}
+	h.mu.Unlock()
+	if *first {
+		*first = false
+		close(h.ready)
+	} else {
+		// Anything may have changed while we were not listening.
+		h.pokeAll()
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var ch Change
+		if err := json.Unmarshal([]byte(n.Payload), &ch); err != nil {
+			h.log.Warn("unreadable notification", "payload", n.Payload)
+			continue
+		}
+		if ch.ApprovalID != "" {
+			h.pokeKey(ApprovalKey(ch.ApprovalID))
+		}
+		if ch.Owner != "" {
+			h.pokeKey(OwnerKey(ch.Owner))
+		}
+	}
+}
+
+// ListenerPID is the backend pid of the listening connection (tests kill it
+// with pg_terminate_backend to prove that nothing is lost).
+func (h *Hub) ListenerPID() uint32 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return 0
+	}
+	return h.conn.PgConn().PID()
+}
+
+// Reconnects is how many times the listener reconnected.
+func (h *Hub) Reconnects() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reconnects
+}

@@ -1,0 +1,85 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// User is a person who signed in through the identity provider.
+type User struct {
+	ID            int64     `db:"id"`
+	Issuer        string    `db:"issuer"`
+	Subject       string    `db:"subject"`
+	Email         string    `db:"email"`
+	EmailVerified bool      `db:"email_verified"`
+	Name          string    `db:"name"`
+	IsAdmin       bool      `db:"is_admin"`
+	CreatedAt     time.Time `db:"created_at"`
+	LastSeenAt    time.Time `db:"last_seen_at"`
+}
+
+// DisplayName is the name to show for u.
+func (u User) DisplayName() string {
+	switch {
+	case u.Name != "":
+		return u.Name
+	case u.Email != "":
+		return u.Email
+	}
+	return u.Subject
+}
+
+// Actor is u as an audit actor.
+func (u User) Actor() approval.Actor {
+	return approval.Actor{Kind: approval.ActorUser, ID: u.Subject, Name: u.DisplayName()}
+}
+
+const userColumns = `id, issuer, subject, email, email_verified, name, is_admin, created_at, last_seen_at`
+
+// SignIn upserts the user identified by (issuer, subject) with the claims of
+// a verified ID token and records the sign-in, in one transaction.
+func (d *DB) SignIn(ctx context.Context, u User) (User, error) {
+	var out User
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			INSERT INTO users (issuer, subject, email, email_verified, name, is_admin)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (issuer, subject) DO UPDATE SET
+				email = EXCLUDED.email, email_verified = EXCLUDED.email_verified,
+				name = EXCLUDED.name, is_admin = EXCLUDED.is_admin, last_seen_at = now()
+			RETURNING `+userColumns,
+			u.Issuer, u.Subject, u.Email, u.EmailVerified, u.Name, u.IsAdmin)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+		if err != nil {
+			return err
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{
+			Actor: out.Actor(), Action: approval.ActionSignIn,
+			Detail: map[string]any{"admin": out.IsAdmin},
+		})
+	})
+	return out, translate("sign in", err)
+}
+
+// UserByID returns the user with id.
+func (d *DB) UserByID(ctx context.Context, id int64) (User, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id)
+	if err != nil {
+		return User{}, translate("user by id", err)
+	}
+	u, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+	return u, translate("user by id", err)
+}
+
+// RecordSignOut writes the sign-out audit line.
+func (d *DB) RecordSignOut(ctx context.Context, u User) error {
+	return translate("sign out", d.InTx(ctx, func(tx pgx.Tx) error {
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: u.Actor(), Action: approval.ActionSignOut})
+	}))
+}

@@ -1,0 +1,190 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/labstack/echo/v4"
+)
+
+// MaxWait bounds one long-poll request.
+const MaxWait = 60 * time.Second
+
+type elicitationJSON struct {
+	ID              string                   `json:"id"`
+	Type            string                   `json:"type"`
+	ElicitationType string                   `json:"elicitation_type"`
+	Message         string                   `json:"message"`
+	Name            string                   `json:"name"`
+	Arguments       approval.ArgumentPreview `json:"arguments"`
+}
+
+type approvalJSON struct {
+	ID              string          `json:"id"`
+	CallID          string          `json:"call_id"`
+	Status          string          `json:"status"`
+	Scope           string          `json:"scope,omitempty"`
+	Code            string          `json:"code,omitempty"`
+	Message         string          `json:"message,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	DecidedAt       *time.Time      `json:"decided_at,omitempty"`
+	ExpiresAt       time.Time       `json:"expires_at"`
+	ArgumentsDigest string          `json:"arguments_digest"`
+	Elicitation     elicitationJSON `json:"elicitation"`
+}
+
+func toApprovalJSON(a db.Approval) approvalJSON {
+	out := approvalJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), Code: string(a.Code()), Message: a.Message(),
+		Reason: a.RejectReason, ExpiresAt: a.ExpiresAt.UTC(), ArgumentsDigest: a.ArgumentsDigest, DecidedAt: a.DecidedAt,
+		Elicitation: elicitationJSON{ID: a.ID, Type: "elicitation", ElicitationType: "tool_call_approval",
+			Message: "Allow " + a.ToolDisplay + " (" + a.ConnectorDisplay + ") to run?", Name: a.Connector + "." + a.Tool, Arguments: a.Preview}}
+	if a.Scope != nil {
+		out.Scope = *a.Scope
+	}
+	if a.DecidedAt != nil {
+		t := a.DecidedAt.UTC()
+		out.DecidedAt = &t
+	}
+	return out
+}
+
+// parseWait reads ?wait= as a Go duration ("30s") or whole seconds ("30").
+func parseWait(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		n, err2 := strconv.Atoi(s)
+		if err2 != nil {
+			return 0, approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "wait must be a duration such as 30s.")
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d < 0 {
+		return 0, approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "wait must not be negative.")
+	}
+	return min(d, MaxWait), nil
+}
+
+// APIApprovalGet returns an item; with ?wait= it holds the request until
+// the item settles, the wait elapses, or the client goes away. Waiting
+// costs no database polling: the process's one LISTEN connection pokes the
+// waiter, which then re-reads the row.
+func (h *Handler) APIApprovalGet(c echo.Context) error {
+	wait, err := parseWait(c.QueryParam("wait"))
+	if err != nil {
+		return err
+	}
+	key := *CurrentAPIKey(c)
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	var sub *db.Subscription
+	if wait > 0 && h.Hub != nil {
+		// Subscribe before the first read, so a change between the read
+		// and the wait still pokes us.
+		sub = h.Hub.Subscribe(db.ApprovalKey(id))
+		defer sub.Close()
+	}
+	a, err := h.DB.ApprovalForKey(ctx, id, key)
+	if err != nil {
+		return err
+	}
+	if sub != nil {
+		a, err = h.waitSettled(ctx, a, key, sub, wait)
+		if ctx.Err() != nil {
+			return nil // the runtime went away; nobody to answer
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, toApprovalJSON(a))
+}
+
+func (h *Handler) waitSettled(ctx context.Context, a db.Approval, key db.APIKey, sub *db.Subscription, wait time.Duration) (db.Approval, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for a.Status == approval.StatusPending {
+		untilExpiry := time.Until(a.ExpiresAt)
+		if untilExpiry <= 0 {
+			// Past the cap: expire it now rather than wait for the sweep.
+			if err := h.DB.ExpireIfDue(ctx, a.ID); err != nil {
+				return a, err
+			}
+		} else {
+			expiry := time.NewTimer(untilExpiry + 10*time.Millisecond)
+			select {
+			case <-sub.C:
+			case <-expiry.C:
+			case <-deadline.C:
+				expiry.Stop()
+				return a, nil
+			case <-ctx.Done():
+				expiry.Stop()
+				return a, ctx.Err()
+			case <-h.Hub.Closed():
+				expiry.Stop()
+				return a, nil
+			}
+			expiry.Stop()
+		}
+		var err error
+		if a, err = h.DB.ApprovalForKey(ctx, a.ID, key); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+type claimBody struct {
+	CallID          string `json:"call_id"`
+	ArgumentsDigest string `json:"arguments_digest"`
+}
+
+// APIApprovalClaim consumes an approved item once, for the call and
+// arguments that were shown.
+func (h *Handler) APIApprovalClaim(c echo.Context) error {
+	var b claimBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if err := required([2]string{"call_id", b.CallID}, [2]string{"arguments_digest", b.ArgumentsDigest}); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(b.ArgumentsDigest, "sha256:") {
+		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, `arguments_digest must look like "sha256:<hex>".`)
+	}
+	a, err := h.DB.Claim(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"), b.CallID, b.ArgumentsDigest)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toApprovalJSON(a))
+}
+
+type cancelBody struct {
+	User           string `json:"user"`
+	ConversationID string `json:"conversation_id"`
+	TurnID         string `json:"turn_id"`
+}
+
+// APITurnCancel cancels a stopped turn's pending items.
+func (h *Handler) APITurnCancel(c echo.Context) error {
+	var b cancelBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if err := required([2]string{"user", b.User}, [2]string{"conversation_id", b.ConversationID}, [2]string{"turn_id", b.TurnID}); err != nil {
+		return err
+	}
+	n, err := h.DB.CancelTurn(c.Request().Context(), *CurrentAPIKey(c), b.User, b.ConversationID, b.TurnID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"cancelled": n})
+}

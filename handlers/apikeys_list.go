@@ -1,0 +1,27 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// APIKeysList shows the runtime keys.
+func (h *Handler) APIKeysList(c echo.Context) error {
+	return h.renderAPIKeys(c, http.StatusOK, views.APIKeysView{})
+}
+
+func (h *Handler) renderAPIKeys(c echo.Context, status int, v views.APIKeysView) error {
+	keys, err := h.DB.ListAPIKeys(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	v.Page, v.Now = h.Page(c, "API keys", "api-keys"), h.Now()
+	for _, k := range keys {
+		v.Keys = append(v.Keys, views.APIKeyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Creator: k.Creator,
+			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, Revoked: k.RevokedAt != nil})
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return Render(c, status, views.APIKeys(v))
+}

@@ -1,0 +1,65 @@
+package handlers
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Callback finishes the OIDC flow: the state must match a flow this session
+// started (and is used up), the code is exchanged with the PKCE verifier,
+// the ID token is verified and its nonce compared; then the user is upserted
+// and the session token renewed.
+func (h *Handler) Callback(c echo.Context) error {
+	ctx := c.Request().Context()
+	q := c.QueryParams()
+	flows := h.loginFlows(c)
+	flow, ok := flows[q.Get("state")]
+	if q.Get("state") != "" {
+		delete(flows, q.Get("state")) // single use, whatever happens next
+		h.saveLoginFlows(c, flows)
+	}
+	if !ok {
+		return h.signInFailed(c, "unknown or reused state", "This sign-in link has expired or was already used. Please sign in again.")
+	}
+	if e := q.Get("error"); e != "" {
+		return h.signInFailed(c, "provider error: "+e, "The identity provider did not sign you in. Please try again.")
+	}
+	code := q.Get("code")
+	if code == "" {
+		return h.signInFailed(c, "callback without code", "The identity provider's answer was incomplete. Please sign in again.")
+	}
+	id, err := h.Auth.Exchange(ctx, code, flow.Verifier)
+	if err != nil {
+		return h.signInFailed(c, "code exchange or token verification: "+err.Error(), "Your sign-in could not be verified. Please sign in again.")
+	}
+	if subtle.ConstantTimeCompare([]byte(id.Nonce), []byte(flow.Nonce)) != 1 {
+		return h.signInFailed(c, "nonce mismatch", "Your sign-in could not be verified. Please sign in again.")
+	}
+	user, err := h.DB.SignIn(ctx, db.User{
+		Issuer: id.Issuer, Subject: id.Subject, Email: id.Email, EmailVerified: id.EmailVerified, Name: id.Name,
+		IsAdmin: id.EmailVerified && h.Settings.AdminEmails(id.Email),
+	})
+	if err != nil {
+		return err
+	}
+	// A fresh token at sign-in: a session fixed before sign-in is worthless.
+	if err := h.Sessions.RenewToken(ctx); err != nil {
+		return err
+	}
+	h.Sessions.Put(ctx, SessUserID, user.ID)
+	h.Sessions.Put(ctx, SessCSRF, randomToken())
+	h.Log.InfoContext(ctx, "sign-in", "user_id", user.ID, "subject", user.Subject, "admin", user.IsAdmin)
+	return redirect(c, flow.Next)
+}
+
+func (h *Handler) signInFailed(c echo.Context, why, message string) error {
+	h.Log.WarnContext(c.Request().Context(), "sign-in failed", "reason", why, "ip", c.RealIP())
+	return Render(c, http.StatusBadRequest, views.ErrorPage(h.Page(c, "Sign-in failed", ""), http.StatusBadRequest, "Sign-in failed", message))
+}
+
+func queryEscape(s string) string { return url.QueryEscape(s) }

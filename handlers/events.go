@@ -1,0 +1,155 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// keepAlive is how often an idle event stream sends a comment, so proxies
+// keep it open and a dead client is noticed.
+const keepAlive = 25 * time.Second
+
+// Events streams the signed-in user's inbox changes as server-sent events,
+// fed by the process's LISTEN fan-out. It first tells the page to re-sync
+// (so nothing that happened before the stream opened is missed), then sends
+// "new" with a card for each item that appears and "gone-<id>" (plus a
+// "recent" row) for each that is answered, expires or is cancelled. It
+// compares the pending set on every poke instead of trusting single
+// notifications, so merged or dropped pokes lose nothing.
+func (h *Handler) Events(c echo.Context) error {
+	if h.Hub == nil {
+		return echo.ErrNotFound
+	}
+	u := CurrentUser(c)
+	ctx := c.Request().Context()
+	sub := h.Hub.Subscribe(db.OwnerKey(u.Subject))
+	defer sub.Close()
+
+	known, err := h.pendingIDs(ctx, u.Subject)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := writeEvent(w, "sync", ""); err != nil {
+		return nil
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.Hub.Closed():
+			return nil
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			w.Flush()
+		case <-sub.C:
+			if known, err = h.sendChanges(c, known); err != nil {
+				if ctx.Err() == nil {
+					h.Log.WarnContext(ctx, "event stream", "err", err)
+				}
+				return nil
+			}
+		}
+	}
+}
+
+func (h *Handler) pendingIDs(ctx context.Context, subject string) (map[string]bool, error) {
+	list, err := h.DB.PendingFor(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(list))
+	for _, a := range list {
+		ids[a.ID] = true
+	}
+	return ids, nil
+}
+
+func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string]bool, error) {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	pending, err := h.DB.PendingFor(ctx, u.Subject)
+	if err != nil {
+		return known, err
+	}
+	now := make(map[string]bool, len(pending))
+	w := c.Response()
+	// Oldest first, so that prepending leaves the newest on top.
+	for i := len(pending) - 1; i >= 0; i-- {
+		a := pending[i]
+		now[a.ID] = true
+		if known[a.ID] {
+			continue
+		}
+		html, err := renderString(c, views.Card(h.card(c, a)))
+		if err != nil {
+			return known, err
+		}
+		if err := writeEvent(w, "new", html); err != nil {
+			return known, err
+		}
+	}
+	for id := range known {
+		if now[id] {
+			continue
+		}
+		if err := writeEvent(w, "gone-"+id, ""); err != nil {
+			return known, err
+		}
+		if a, err := h.DB.ApprovalForOwner(ctx, id, u.Subject); err == nil && a.DecidedAt != nil {
+			html, err := renderString(c, views.RecentRow(h.decidedRow(a)))
+			if err != nil {
+				return known, err
+			}
+			if err := writeEvent(w, "recent", html); err != nil {
+				return known, err
+			}
+		}
+	}
+	w.Flush()
+	return now, nil
+}
+
+// writeEvent writes one server-sent event; data may span lines.
+func writeEvent(w *echo.Response, event, data string) error {
+	var b strings.Builder
+	b.WriteString("event: " + event + "\n")
+	for _, line := range strings.Split(data, "\n") {
+		b.WriteString("data: " + strings.TrimRight(line, "\r") + "\n")
+	}
+	b.WriteString("\n")
+	if _, err := w.Write([]byte(b.String())); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}
+
+func renderString(c echo.Context, comp templ.Component) (string, error) {
+	ctx := c.Request().Context()
+	if nonce, ok := c.Get(CtxNonce).(string); ok {
+		ctx = templ.WithNonce(ctx, nonce)
+	}
+	var buf bytes.Buffer
+	if err := comp.Render(ctx, &buf); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}

@@ -1,0 +1,139 @@
+// Package handlers has one file per screen action and per runtime API call.
+// Handlers parse the request, call the db or approval packages, and render a
+// view model; the web package wires them to routes and middleware.
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/alexedwards/scs/v2"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Identity is what a verified ID token says about the person signing in.
+type Identity struct {
+	Issuer        string
+	Subject       string
+	Email         string
+	EmailVerified bool
+	Name          string
+	Nonce         string
+}
+
+// Authenticator runs the OpenID Connect authorization code flow.
+type Authenticator interface {
+	// Ready reports whether the provider has been discovered.
+	Ready() bool
+	// AuthCodeURL is where to send the browser, with PKCE S256.
+	AuthCodeURL(state, nonce, verifier string) string
+	// Exchange redeems code with the PKCE verifier and verifies the ID token
+	// (issuer, audience, expiry, signature). The caller compares the nonce.
+	Exchange(ctx context.Context, code, verifier string) (Identity, error)
+}
+
+// Settings are the configuration values handlers need.
+type Settings struct {
+	BaseURL              *url.URL
+	AdminEmails          func(email string) bool
+	ApprovalTimeout      time.Duration
+	DeniedBlockThreshold int
+}
+
+// Handler holds the dependencies every handler shares.
+type Handler struct {
+	DB       *db.DB
+	Sessions *scs.SessionManager
+	Auth     Authenticator
+	Settings Settings
+	Log      *slog.Logger
+	Hub      *db.Hub
+	Now      func() time.Time
+	// Condition evaluates policy conditions; nil makes every condition ask.
+	Condition db.ConditionFunc
+}
+
+// Context keys set by the web package's middleware.
+const (
+	CtxUser   = "countersign.user"
+	CtxAPIKey = "countersign.api_key"
+	CtxNonce  = "countersign.csp_nonce"
+	CtxCSRF   = "countersign.csrf"
+)
+
+// Session keys.
+const (
+	SessUserID = "user_id"
+	SessCSRF   = "csrf"
+	SessFlash  = "flash"
+	SessFlows  = "oidc_flows"
+)
+
+// CurrentUser is the signed-in user, or nil.
+func CurrentUser(c echo.Context) *db.User {
+	u, _ := c.Get(CtxUser).(*db.User)
+	return u
+}
+
+// CurrentAPIKey is the runtime key that authenticated this API request.
+func CurrentAPIKey(c echo.Context) *db.APIKey {
+	k, _ := c.Get(CtxAPIKey).(*db.APIKey)
+	return k
+}
+
+// Page builds the layout's view model for the current request and takes
+// the pending flash message.
+func (h *Handler) Page(c echo.Context, title, active string) views.Page {
+	p := views.Page{Title: title, Active: active}
+	p.CSRFToken, _ = c.Get(CtxCSRF).(string)
+	if u := CurrentUser(c); u != nil {
+		p.User = &views.UserView{Name: u.DisplayName(), Email: u.Email, IsAdmin: u.IsAdmin}
+	}
+	if h.Sessions != nil {
+		ctx := c.Request().Context()
+		if msg := h.Sessions.PopString(ctx, SessFlash); msg != "" {
+			p.Flash = &views.Flash{Message: msg[1:], Bad: msg[0] == '!'}
+		}
+	}
+	return p
+}
+
+// flash stores a one-time message for the next page.
+func (h *Handler) flash(c echo.Context, msg string, bad bool) {
+	prefix := "+"
+	if bad {
+		prefix = "!"
+	}
+	h.Sessions.Put(c.Request().Context(), SessFlash, prefix+msg)
+}
+
+// Render writes component with status, rendering into a buffer first so that
+// a template failure becomes a clean error page instead of half a page.
+func Render(c echo.Context, status int, component templ.Component) error {
+	ctx := c.Request().Context()
+	if nonce, ok := c.Get(CtxNonce).(string); ok {
+		ctx = templ.WithNonce(ctx, nonce)
+	}
+	var buf bytes.Buffer
+	if err := component.Render(ctx, &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// isHTMX reports whether the request came from htmx and wants a fragment.
+func isHTMX(c echo.Context) bool {
+	return c.Request().Header.Get("HX-Request") == "true"
+}
+
+// redirect answers a successful form post: 303 to target.
+func redirect(c echo.Context, target string) error {
+	return c.Redirect(http.StatusSeeOther, target)
+}

@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// RecentLimit is how many recent decisions the inbox lists.
+const RecentLimit = 50
+
+// InboxList shows the signed-in user's pending calls, newest first, and
+// their recent decisions.
+func (h *Handler) InboxList(c echo.Context) error {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	pending, err := h.DB.PendingFor(ctx, u.Subject)
+	if err != nil {
+		return err
+	}
+	recent, err := h.DB.RecentDecisionsFor(ctx, u.Subject, RecentLimit)
+	if err != nil {
+		return err
+	}
+	v := views.InboxView{Page: h.Page(c, "Inbox", "inbox")}
+	v.Pending = h.cards(c, pending)
+	for _, a := range recent {
+		v.Recent = append(v.Recent, h.decidedRow(a))
+	}
+	return Render(c, http.StatusOK, views.Inbox(v))
+}
+
+// InboxPending is the pending list alone, for the live page to re-sync.
+func (h *Handler) InboxPending(c echo.Context) error {
+	pending, err := h.DB.PendingFor(c.Request().Context(), CurrentUser(c).Subject)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, views.PendingList(h.cards(c, pending)))
+}
+
+func (h *Handler) cards(c echo.Context, list []db.Approval) []views.ApprovalCard {
+	out := make([]views.ApprovalCard, 0, len(list))
+	for _, a := range list {
+		out = append(out, h.card(c, a))
+	}
+	return out
+}
+
+func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
+	csrf, _ := c.Get(CtxCSRF).(string)
+	ann := a.Annotations()
+	decisions := make([]approval.Decision, 0, len(a.AvailableDecisions))
+	for _, d := range a.AvailableDecisions {
+		decisions = append(decisions, approval.Decision(d))
+	}
+	card := views.ApprovalCard{
+		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
+		ConversationID: a.ConversationID, TurnID: a.TurnID, AgentReason: a.AgentReason, Preview: a.Preview,
+		Decisions: decisions, Destructive: ann.Destructive(), SendsOut: ann.OpenWorld() && !ann.ReadOnly(),
+		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
+	}
+	if card.SendsOut {
+		card.Destination = views.DestinationOf(a.Preview)
+	}
+	return card
+}
+
+func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
+	r := views.DecidedRow{ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
+		ConversationID: a.ConversationID, TurnID: a.TurnID, Status: a.Status, Reason: a.RejectReason, Now: h.Now()}
+	if a.Scope != nil {
+		r.Scope = *a.Scope
+	}
+	r.DecidedAt = time.Time{}
+	if a.DecidedAt != nil {
+		r.DecidedAt = *a.DecidedAt
+	}
+	return r
+}
+
+// connectorLabel shows builtin tools as "System tools".
+func connectorLabel(kind, display string) string {
+	if kind == "builtin" {
+		return "System tools"
+	}
+	return display
+}

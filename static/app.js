@@ -1,0 +1,17 @@
+// Countersign's own script: only progressive enhancement. Every page works
+// without it; htmx and its SSE extension do the live updates.
+(function () {
+  function setLive(on) {
+    document.querySelectorAll('[data-live]').forEach(function (el) {
+      el.classList.toggle('on', on);
+      el.textContent = on ? 'Live' : 'Reconnecting…';
+    });
+  }
+  document.addEventListener('htmx:sseOpen', function () { setLive(true); });
+  document.addEventListener('htmx:sseError', function () { setLive(false); });
+  // Keep focus sensible when a decided card is replaced.
+  document.addEventListener('htmx:afterSwap', function (e) {
+    var t = e.detail.target;
+    if (t && t.matches && t.matches('[data-focus-after-swap]')) { t.focus(); }
+  });
+})();

@@ -1,0 +1,19 @@
+// Package static holds the vendored browser assets (htmx 2.0.11 and its SSE
+// extension 2.2.4, from npm) and Countersign's stylesheet and script,
+// embedded into the binary so the product works offline.
+package static
+
+import "embed"
+
+// FS is every static asset, served under /static/.
+//
+//go:embed *.js *.css *.svg
+var FS embed.FS
+
+// Asset names, used by the layout.
+const (
+	HTMX    = "htmx-2.0.11.min.js"
+	HTMXSSE = "htmx-ext-sse-2.2.4.js"
+	CSS     = "app.css"
+	JS      = "app.js"
+)

@@ -1,0 +1,65 @@
+// Package views holds Countersign's templ components and their typed view
+// models. Components never see Echo or pgx: handlers build a view model and
+// render it.
+package views
+
+// Page is what the layout needs on every screen.
+type Page struct {
+	Title     string
+	Active    string // navigation key: inbox, auto-approve, playbooks, policies, audit, api-keys
+	User      *UserView
+	CSRFToken string
+	Flash     *Flash
+}
+
+// UserView is the signed-in person as the layout shows them.
+type UserView struct {
+	Name    string
+	Email   string
+	IsAdmin bool
+}
+
+// Flash is a one-time message shown after a redirect.
+type Flash struct {
+	Message string
+	Bad     bool
+}
+
+type navItem struct {
+	Key, Label, Href string
+}
+
+func (p Page) nav() []navItem {
+	items := []navItem{
+		{"inbox", "Inbox", "/"},
+		{"auto-approve", "Auto-approve", "/auto-approve"},
+		{"playbooks", "Playbooks", "/playbooks"},
+	}
+	return items
+}
+
+func (p Page) adminNav() []navItem {
+	if p.User == nil || !p.User.IsAdmin {
+		return nil
+	}
+	return []navItem{
+		{"policies", "Policies", "/admin/policies"},
+		{"audit", "Audit", "/admin/audit"},
+		{"api-keys", "API keys", "/admin/api-keys"},
+	}
+}
+
+func current(active, key string) string {
+	if active == key {
+		return "page"
+	}
+	return "false"
+}
+
+func statusText(status int) string {
+	return itoa(status)
+}
+
+func itoa(n int) string {
+	return fmtInt(int64(n))
+}

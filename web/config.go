@@ -1,0 +1,156 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is Countersign's configuration, read from COUNTERSIGN_* variables.
+type Config struct {
+	DatabaseURL          string
+	Listen               string
+	BaseURL              *url.URL
+	OIDCIssuer           string
+	OIDCClientID         string
+	OIDCClientSecret     string
+	AdminEmails          []string
+	ApprovalTimeout      time.Duration
+	DeniedBlockThreshold int
+	SessionIdleTimeout   time.Duration
+	SessionLifetime      time.Duration
+	LogLevel             slog.Level
+	TrustedProxies       []*net.IPNet
+	ShutdownTimeout      time.Duration
+}
+
+// Setting documents one environment variable.
+type Setting struct {
+	Name, Default, Meaning string
+}
+
+// Settings lists every variable LoadConfig reads, for --help and the README.
+var Settings = []Setting{
+	{"COUNTERSIGN_DATABASE_URL", "", "Postgres connection string (required for serve)"},
+	{"COUNTERSIGN_LISTEN", "127.0.0.1:8080", "listen address"},
+	{"COUNTERSIGN_BASE_URL", "http://localhost:8080", "public URL: OIDC redirect, Secure cookies when https"},
+	{"COUNTERSIGN_OIDC_ISSUER", "", "identity provider issuer URL (required for serve)"},
+	{"COUNTERSIGN_OIDC_CLIENT_ID", "", "OIDC client id (required for serve)"},
+	{"COUNTERSIGN_OIDC_CLIENT_SECRET", "", "OIDC client secret (required for serve)"},
+	{"COUNTERSIGN_ADMIN_EMAILS", "", "comma-separated verified emails that get the admin role"},
+	{"COUNTERSIGN_APPROVAL_TIMEOUT", "600s", "wait cap for a pending item"},
+	{"COUNTERSIGN_DENIED_BLOCK_THRESHOLD", "2", "explicit rejections per turn before approval_denied_repeated"},
+	{"COUNTERSIGN_SESSION_IDLE_TIMEOUT", "12h", "sign out after this long without a request"},
+	{"COUNTERSIGN_SESSION_LIFETIME", "168h", "sign out this long after sign-in, whatever the activity"},
+	{"COUNTERSIGN_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"COUNTERSIGN_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is trusted"},
+	{"COUNTERSIGN_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests get to finish on SIGTERM"},
+}
+
+// LoadConfig reads the configuration through getenv, applying defaults and
+// checking formats. Requirements that depend on the command are checked by
+// RequireServe.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, s := range Settings {
+			if s.Name == name {
+				return s.Default
+			}
+		}
+		return ""
+	}
+	var errs []error
+	dur := func(name string) time.Duration {
+		d, err := time.ParseDuration(get(name))
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be a positive duration such as 600s or 10m, got %q", name, get(name)))
+		}
+		return d
+	}
+	c := Config{
+		DatabaseURL:        get("COUNTERSIGN_DATABASE_URL"),
+		Listen:             get("COUNTERSIGN_LISTEN"),
+		OIDCIssuer:         get("COUNTERSIGN_OIDC_ISSUER"),
+		OIDCClientID:       get("COUNTERSIGN_OIDC_CLIENT_ID"),
+		OIDCClientSecret:   get("COUNTERSIGN_OIDC_CLIENT_SECRET"),
+		ApprovalTimeout:    dur("COUNTERSIGN_APPROVAL_TIMEOUT"),
+		SessionIdleTimeout: dur("COUNTERSIGN_SESSION_IDLE_TIMEOUT"),
+		SessionLifetime:    dur("COUNTERSIGN_SESSION_LIFETIME"),
+		ShutdownTimeout:    dur("COUNTERSIGN_SHUTDOWN_TIMEOUT"),
+	}
+	u, err := url.Parse(get("COUNTERSIGN_BASE_URL"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("COUNTERSIGN_BASE_URL must be an absolute http(s) URL, got %q", get("COUNTERSIGN_BASE_URL")))
+	} else {
+		u.Path = strings.TrimRight(u.Path, "/")
+		c.BaseURL = u
+	}
+	for _, e := range strings.Split(get("COUNTERSIGN_ADMIN_EMAILS"), ",") {
+		if e = strings.ToLower(strings.TrimSpace(e)); e != "" {
+			c.AdminEmails = append(c.AdminEmails, e)
+		}
+	}
+	n, err := strconv.Atoi(get("COUNTERSIGN_DENIED_BLOCK_THRESHOLD"))
+	if err != nil || n < 1 {
+		errs = append(errs, fmt.Errorf("COUNTERSIGN_DENIED_BLOCK_THRESHOLD must be a whole number of at least 1, got %q", get("COUNTERSIGN_DENIED_BLOCK_THRESHOLD")))
+	}
+	c.DeniedBlockThreshold = n
+	if err := c.LogLevel.UnmarshalText([]byte(get("COUNTERSIGN_LOG_LEVEL"))); err != nil {
+		errs = append(errs, fmt.Errorf("COUNTERSIGN_LOG_LEVEL must be debug, info, warn or error, got %q", get("COUNTERSIGN_LOG_LEVEL")))
+	}
+	for _, cidr := range strings.Split(get("COUNTERSIGN_TRUSTED_PROXIES"), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		_, n, err := net.ParseCIDR(cidr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("COUNTERSIGN_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/8", cidr))
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, n)
+	}
+	if c.ApprovalTimeout > 0 && c.ApprovalTimeout < time.Second {
+		errs = append(errs, errors.New("COUNTERSIGN_APPROVAL_TIMEOUT must be at least 1s"))
+	}
+	return c, errors.Join(errs...)
+}
+
+// RequireServe checks what `countersign serve` cannot run without.
+func (c Config) RequireServe() error {
+	var errs []error
+	for _, req := range []struct{ name, val string }{
+		{"COUNTERSIGN_DATABASE_URL", c.DatabaseURL},
+		{"COUNTERSIGN_OIDC_ISSUER", c.OIDCIssuer},
+		{"COUNTERSIGN_OIDC_CLIENT_ID", c.OIDCClientID},
+		{"COUNTERSIGN_OIDC_CLIENT_SECRET", c.OIDCClientSecret},
+	} {
+		if req.val == "" {
+			errs = append(errs, fmt.Errorf("%s is required for serve", req.name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Secure reports whether the public URL is https, which turns on Secure
+// cookies, the __Host- cookie prefix and HSTS.
+func (c Config) Secure() bool { return c.BaseURL != nil && c.BaseURL.Scheme == "https" }
+
+// IsAdminEmail reports whether a verified email is listed in
+// COUNTERSIGN_ADMIN_EMAILS.
+func (c Config) IsAdminEmail(email string) bool {
+	email = strings.ToLower(strings.TrimSpace(email))
+	for _, a := range c.AdminEmails {
+		if a == email && email != "" {
+			return true
+		}
+	}
+	return false
+}

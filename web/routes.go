@@ -1,0 +1,71 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/countersign/countersign/static"
+	"github.com/labstack/echo/v4"
+)
+
+// routes is the sitemap. Browser routes need a signed-in user unless they
+// are in the public group; only POST, PUT and DELETE change state, and every
+// browser POST passes the CSRF check. The runtime API is authenticated by
+// bearer key and has no cookies, so it has no CSRF check.
+func (s *Server) routes() {
+	e, h := s.Echo, s.Handler
+	e.Use(s.common()...)
+
+	// Operations and assets: no session.
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metrics.handler())
+	e.GET("/static/*", staticHandler())
+
+	// Runtime API.
+	api := e.Group("/api/v1", requireAPIKey(s.db))
+	api.PUT("/connectors/:connector", h.APIConnectorPut)
+	api.DELETE("/connectors/:connector", h.APIConnectorDelete)
+	api.POST("/tool-calls", h.APIToolCallCheck)
+	api.GET("/approvals/:id", h.APIApprovalGet)
+	api.POST("/approvals/:id/claim", h.APIApprovalClaim)
+	api.POST("/turns/cancel", h.APITurnCancel)
+	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
+
+	// Browser: session and CSRF on everything below.
+	browser := e.Group("", sessionMiddleware(s.Sessions), loadUser(s.Sessions, s.db), csrfProtect(s.cfg.BaseURL))
+
+	// Public browser routes, the only ones reachable signed out.
+	browser.GET("/signin", h.SignInPage)
+	browser.GET("/auth/login", h.Login)
+	browser.GET("/auth/callback", h.Callback)
+
+	user := browser.Group("", requireUser)
+	user.GET("/", h.InboxList)
+	user.GET("/inbox/pending", h.InboxPending)
+	user.POST("/approvals/:id/decision", h.ApprovalDecide)
+	user.GET("/events", h.Events)
+	user.POST("/auth/logout", h.Logout)
+	user.GET("/auto-approve", h.ComingSoon("Auto-approve", "auto-approve", "Your “Always allow” and conversation grants will be listed here, with a Revoke button for each."))
+	user.GET("/playbooks", h.ComingSoon("Playbooks", "playbooks", "Playbooks and the tools their owners pre-approved for unattended runs will be listed here."))
+
+	admin := user.Group("/admin", requireAdmin)
+	admin.GET("/policies", h.ComingSoon("Policies", "policies", "Per-tool policy editing arrives here: allow, require approval or block, standing approval, and conditions."))
+	admin.GET("/audit", h.ComingSoon("Audit", "audit", "The audit event screen with filters and CSV export arrives here."))
+	admin.GET("/insights", h.ComingSoon("Insights", "audit", "Approval rates and time to decision per tool arrive here."))
+	admin.GET("/api-keys", h.APIKeysList)
+	admin.POST("/api-keys", h.APIKeyCreate)
+	admin.POST("/api-keys/:id/revoke", h.APIKeyRevoke)
+
+	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
+}
+
+func staticHandler() echo.HandlerFunc {
+	fs := http.StripPrefix("/static/", http.FileServerFS(static.FS))
+	return func(c echo.Context) error {
+		// Asset names carry their version, so they may be cached for long;
+		// app.css and app.js change with releases and are revalidated.
+		c.Response().Header().Set("Cache-Control", "public, max-age=300")
+		fs.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
+}

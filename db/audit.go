@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-
 // RecordAudit appends ev to the audit log inside tx, so that the change it
 // describes and its line commit together or not at all (invariant 10).
 func RecordAudit(ctx context.Context, tx pgx.Tx, ev approval.AuditEvent) error {

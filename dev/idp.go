@@ -14,11 +14,13 @@ import (
 
 // DemoUser is a person the development identity provider can sign in.
 type DemoUser struct {
-	Key     string // what the sign-in page's link selects, e.g. "member"
-	Subject string
-	Email   string
-	Name    string
-	Role    string // shown on the picker: "member" or "admin"
+	Key string // what the sign-in page's link selects, e.g. "member"
+	// Unverified makes the provider say email_verified=false (tests).
+	Unverified bool
+	Subject    string
+	Email      string
+	Name       string
+	Role       string // shown on the picker: "member" or "admin"
 }
 
 // DemoMember and DemoAdmin are the demo users of `countersign dev`.
@@ -84,12 +86,14 @@ func (p *IdP) picker(next http.Handler) http.Handler {
 				users = append(users, u)
 			}
 			p.mu.Unlock()
-			sort.Slice(users, func(i, j int) bool { return users[i].Role > users[j].Role || users[i].Role == users[j].Role && users[i].Name < users[j].Name })
+			sort.Slice(users, func(i, j int) bool {
+				return users[i].Role > users[j].Role || users[i].Role == users[j].Role && users[i].Name < users[j].Name
+			})
 			p.renderPicker(w, r, users)
 			return
 		}
 		defer p.mu.Unlock()
-		p.QueueUser(&mockoidc.MockUser{Subject: u.Subject, Email: u.Email, EmailVerified: true, PreferredUsername: u.Name})
+		p.QueueUser(&mockoidc.MockUser{Subject: u.Subject, Email: u.Email, EmailVerified: !u.Unverified, PreferredUsername: u.Name})
 		next.ServeHTTP(w, r)
 	})
 }
@@ -127,3 +131,12 @@ small{color:#5b6675;display:block}.role{font-size:.8rem;padding:2px 8px;border-r
 <p>This provider exists only in <code>countersign dev</code>. Pick who signs in.</p>
 {{range .}}<a href="{{.URL}}" data-testid="demo-user-{{.Key}}"><span><strong>{{.Name}}</strong><small>{{.Email}}</small></span><span class="role">{{.Role}}</span></a>
 {{end}}</main></body></html>`))
+
+// SetEmailVerified changes whether the provider vouches for a user's email.
+func (p *IdP) SetEmailVerified(key string, verified bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := p.users[key]
+	u.Unverified = !verified
+	p.users[key] = u
+}

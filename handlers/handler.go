@@ -66,6 +66,8 @@ const (
 	CtxAPIKey = "countersign.api_key"
 	CtxNonce  = "countersign.csp_nonce"
 	CtxCSRF   = "countersign.csrf"
+	// CtxSession is true once the session middleware has loaded a session.
+	CtxSession = "countersign.session"
 )
 
 // Session keys.
@@ -96,7 +98,7 @@ func (h *Handler) Page(c echo.Context, title, active string) views.Page {
 	if u := CurrentUser(c); u != nil {
 		p.User = &views.UserView{Name: u.DisplayName(), Email: u.Email, IsAdmin: u.IsAdmin}
 	}
-	if h.Sessions != nil {
+	if loaded, _ := c.Get(CtxSession).(bool); loaded {
 		ctx := c.Request().Context()
 		if msg := h.Sessions.PopString(ctx, SessFlash); msg != "" {
 			p.Flash = &views.Flash{Message: msg[1:], Bad: msg[0] == '!'}

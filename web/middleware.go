@@ -49,6 +49,7 @@ func sessionMiddleware(sm *scs.SessionManager) echo.MiddlewareFunc {
 			sm.LoadAndSave(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				c.SetRequest(r)
 				c.SetResponse(echo.NewResponse(w, c.Echo()))
+				c.Set(handlers.CtxSession, true)
 				if err := next(c); err != nil {
 					c.Error(err)
 				}

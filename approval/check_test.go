@@ -1,0 +1,107 @@
+package approval
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEvaluate(t *testing.T) {
+	ask := Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 3}
+	noStanding := Policy{Mode: ModeRequireApproval, StandingApproval: false, Version: 3}
+	cond := Policy{Mode: ModeRequireApproval, StandingApproval: true, Condition: "args.amount > 100", Version: 1}
+	cases := []struct {
+		name string
+		in   CheckInput
+		want Outcome
+	}{
+		{"Blocked", CheckInput{Policy: Policy{Mode: ModeBlock}}, Outcome{Verdict: Deny, Code: CodeBlockedByPolicy}},
+		{"BlockedEvenWithGrant", CheckInput{Policy: Policy{Mode: ModeBlock}, AlwaysGrant: true}, Outcome{Verdict: Deny, Code: CodeBlockedByPolicy}},
+		{"BlockedInRun", CheckInput{Policy: Policy{Mode: ModeBlock}, InPlaybookRun: true, PreApproved: true}, Outcome{Verdict: Deny, Code: CodeBlockedByPolicy}},
+		{"UnknownModeFailsClosed", CheckInput{Policy: Policy{Mode: "maybe"}}, Outcome{Verdict: Deny, Code: CodeBlockedByPolicy}},
+		{"AllowedByPolicy", CheckInput{Policy: Policy{Mode: ModeAllow}}, Outcome{Verdict: Allow, Via: ViaPolicy}},
+		{"RunPreApproved", CheckInput{Policy: ask, InPlaybookRun: true, PreApproved: true}, Outcome{Verdict: Allow, Via: ViaPreapproval}},
+		{"RunNotPreApprovedNeverPrompts", CheckInput{Policy: ask, InPlaybookRun: true, AlwaysGrant: true, ConversationGrant: true}, Outcome{Verdict: Deny, Code: CodeApprovalUnavailable}},
+		{"RunAllowedTool", CheckInput{Policy: Policy{Mode: ModeAllow}, InPlaybookRun: true}, Outcome{Verdict: Allow, Via: ViaPolicy}},
+		{"ConditionFalseAllows", CheckInput{Policy: cond, Condition: ConditionFalse}, Outcome{Verdict: Allow, Via: ViaPolicy}},
+		{"ConditionTrueAsks", CheckInput{Policy: cond, Condition: ConditionTrue}, Outcome{Verdict: Pending}},
+		{"ConditionErrorAsks", CheckInput{Policy: cond, Condition: ConditionError}, Outcome{Verdict: Pending}},
+		{"ConditionFalseWithoutConditionAsks", CheckInput{Policy: ask, Condition: ConditionFalse}, Outcome{Verdict: Pending}},
+		{"RepeatedRejections", CheckInput{Policy: ask, RejectionsThisTurn: 2, DeniedThreshold: 2}, Outcome{Verdict: Deny, Code: CodeDeniedRepeated}},
+		{"RepeatedBeatsGrant", CheckInput{Policy: ask, RejectionsThisTurn: 2, DeniedThreshold: 2, AlwaysGrant: true}, Outcome{Verdict: Deny, Code: CodeDeniedRepeated}},
+		{"BelowThreshold", CheckInput{Policy: ask, RejectionsThisTurn: 1, DeniedThreshold: 2}, Outcome{Verdict: Pending}},
+		{"ConversationGrant", CheckInput{Policy: ask, ConversationGrant: true, AlwaysGrant: true}, Outcome{Verdict: Allow, Via: ViaConversationGrant}},
+		{"AlwaysGrant", CheckInput{Policy: ask, AlwaysGrant: true}, Outcome{Verdict: Allow, Via: ViaAlwaysAllow}},
+		{"GrantIgnoredWithoutStanding", CheckInput{Policy: noStanding, AlwaysGrant: true, ConversationGrant: true}, Outcome{Verdict: Pending}},
+		{"Pending", CheckInput{Policy: ask}, Outcome{Verdict: Pending}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Evaluate(c.in); got != c.want {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestAvailableDecisions(t *testing.T) {
+	if got := AvailableDecisions(true); len(got) != 4 || got[0] != Approve || got[1] != ApproveConversation || got[2] != AlwaysAllow || got[3] != Reject {
+		t.Fatalf("%v", got)
+	}
+	if got := AvailableDecisions(false); len(got) != 2 || got[0] != Approve || got[1] != Reject {
+		t.Fatalf("%v", got)
+	}
+	for d, l := range map[Decision]string{Approve: "Approve", ApproveConversation: "Allow in this conversation", AlwaysAllow: "Always allow", Reject: "Reject"} {
+		if d.Label() != l {
+			t.Errorf("%s label %q", d, d.Label())
+		}
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	yes, no := true, false
+	cases := []struct {
+		name     string
+		a        Annotations
+		standing *bool
+		want     Policy
+	}{
+		{"ReadOnlyAllowed", Annotations{ReadOnlyHint: &yes}, nil, Policy{Mode: ModeAllow, StandingApproval: true, Version: 1}},
+		{"AbsentHintsAsk", Annotations{}, nil, Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 1}},
+		{"NotReadOnlyAsks", Annotations{ReadOnlyHint: &no, DestructiveHint: &no}, nil, Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 1}},
+		{"DataMovingNoStanding", Annotations{OpenWorldHint: &yes}, &no, Policy{Mode: ModeRequireApproval, StandingApproval: false, Version: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := DefaultPolicy(c.a, c.standing); got != c.want {
+				t.Fatalf("%+v", got)
+			}
+		})
+	}
+	var a Annotations
+	if a.ReadOnly() || !a.Destructive() || a.Idempotent() || !a.OpenWorld() {
+		t.Fatal("MCP defaults: not read-only, destructive, not idempotent, open world")
+	}
+}
+
+func TestMessages(t *testing.T) {
+	codes := []ReasonCode{CodeApprovalDenied, CodeApprovalTimeout, CodeApprovalCancelled, CodeDeniedRepeated,
+		CodeApprovalUnavailable, CodeBlockedByPolicy, CodePolicyUnavailable, CodePlaybookApproval}
+	seen := map[string]bool{}
+	for _, c := range codes {
+		m := Message(c, MessageInput{Tool: "Send email"})
+		if m == "" || seen[m] {
+			t.Errorf("%s: empty or duplicate message", c)
+		}
+		seen[m] = true
+		if c != CodePlaybookApproval && !strings.Contains(m, "did not run") && !strings.Contains(m, "not run") {
+			t.Errorf("%s: message does not say the call did not run: %s", c, m)
+		}
+	}
+	m := Message(CodeApprovalDenied, MessageInput{Tool: "Send email", UserReason: "wrong recipient"})
+	if !strings.Contains(m, `The user's words: "wrong recipient"`) || !strings.Contains(m, "Do not call it again with the same arguments") {
+		t.Fatal(m)
+	}
+	if !strings.Contains(Message(CodeApprovalUnavailable, MessageInput{Tool: "x", Playbook: "Weekly report"}), `"Weekly report"`) {
+		t.Fatal("playbook not named")
+	}
+}

@@ -1,0 +1,123 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/internal/testenv"
+)
+
+func itoa(n int64) string { return fmt.Sprint(n) }
+
+func TestSecurityHeaders(t *testing.T) {
+	e := testenv.NewEnv(t)
+	b := e.NewBrowser()
+	b.SignIn("member")
+	resp1, body1 := b.Get("/")
+	resp2, _ := b.Get("/")
+	csp := resp1.Header.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "script-src 'nonce-", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP lacks %q: %s", want, csp)
+		}
+	}
+	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+		t.Errorf("CSP allows unsafe sources: %s", csp)
+	}
+	n1 := regexp.MustCompile(`'nonce-([^']+)'`).FindStringSubmatch(csp)
+	n2 := regexp.MustCompile(`'nonce-([^']+)'`).FindStringSubmatch(resp2.Header.Get("Content-Security-Policy"))
+	if n1 == nil || n2 == nil || n1[1] == n2[1] {
+		t.Fatal("nonce not fresh per response")
+	}
+	if !strings.Contains(body1, `nonce="`+n1[1]+`"`) {
+		t.Fatal("scripts don't carry the response's nonce")
+	}
+	if resp1.Header.Get("X-Content-Type-Options") != "nosniff" || resp1.Header.Get("Referrer-Policy") == "" {
+		t.Fatal("nosniff / Referrer-Policy missing")
+	}
+	if resp1.Header.Get("Strict-Transport-Security") != "" {
+		t.Fatal("HSTS on plain http")
+	}
+}
+
+func TestErrorPages(t *testing.T) {
+	e := testenv.NewEnv(t)
+	b := e.NewBrowser()
+	b.SignIn("member")
+	resp, body := b.Get("/no/such/page")
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "Page not found") {
+		t.Fatalf("404 page: %d", resp.StatusCode)
+	}
+	status, out := e.API(e.APIKey(), http.MethodGet, "/api/v1/nothing", nil)
+	if status != http.StatusNotFound || errCode(out) != "not_found" {
+		t.Fatalf("API 404: %d %v", status, out)
+	}
+	status, out = e.API(e.APIKey(), http.MethodPost, "/api/v1/tool-calls", `{"call_id": "x", "surprise": 1}`)
+	if status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(out), "surprise") {
+		t.Fatalf("unknown field: %d %v", status, out)
+	}
+	status, _ = e.API(e.APIKey(), http.MethodPost, "/api/v1/tool-calls", `{"call_id": `)
+	if status != http.StatusBadRequest {
+		t.Fatalf("malformed JSON: %d", status)
+	}
+}
+
+func TestOperations(t *testing.T) {
+	e := testenv.NewEnv(t)
+	b := e.NewBrowser()
+	if r, body := b.Get("/healthz"); r.StatusCode != http.StatusOK || body != "ok\n" {
+		t.Fatalf("healthz %d %q", r.StatusCode, body)
+	}
+	if r, body := b.Get("/readyz"); r.StatusCode != http.StatusOK {
+		t.Fatalf("readyz %d %q", r.StatusCode, body)
+	}
+	b.Get("/signin")
+	r, body := b.Get("/metrics")
+	if r.StatusCode != http.StatusOK || !strings.Contains(body, "countersign_http_requests_total") || !strings.Contains(body, "countersign_db_pool_total_conns") {
+		t.Fatalf("metrics: %d", r.StatusCode)
+	}
+	// Without a reachable database the server is not ready.
+	e.DB.Pool.Close()
+	if r, _ := b.Get("/readyz"); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz with a closed pool: %d", r.StatusCode)
+	}
+}
+
+func TestAPIKeysPage(t *testing.T) {
+	e := testenv.NewEnv(t)
+	b := e.NewBrowser()
+	b.SignIn("admin")
+	resp, body := b.PostForm("/admin/api-keys", url.Values{"name": {"build runtime"}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	m := regexp.MustCompile(`data-testid="new-key-value">(cs_[A-Za-z0-9_-]+)<`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("new key not shown")
+	}
+	if status, _ := e.API(m[1], http.MethodPut, "/api/v1/connectors/x", map[string]any{"kind": "connector", "tools": []any{}}); status != http.StatusOK {
+		t.Fatalf("new key rejected: %d", status)
+	}
+	_, list := b.Get("/admin/api-keys")
+	if strings.Contains(list, m[1]) {
+		t.Fatal("key shown again on the list")
+	}
+	var stored int
+	_ = e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM api_keys WHERE key_hash::text LIKE '%' || $1 || '%'`, m[1]).Scan(&stored)
+	if stored != 0 {
+		t.Fatal("key stored in clear")
+	}
+	resp, body = b.PostForm("/admin/api-keys", url.Values{"name": {"  "}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "needs a name") {
+		t.Fatalf("empty name: %d", resp.StatusCode)
+	}
+	actions := strings.Join(e.AuditActions(), ",")
+	if !strings.Contains(actions, "api key created") {
+		t.Fatalf("audit: %s", actions)
+	}
+}

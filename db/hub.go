@@ -47,6 +47,29 @@ type Hub struct {
 
 	// Reconnects counts successful LISTENs after the first.
 	reconnects int
+
+	retryAfter time.Duration
+}
+
+// SetRetryAfter sets the first pause before reconnecting a lost listener
+// (it doubles up to 5s); the default is 100ms.
+func (h *Hub) SetRetryAfter(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.retryAfter = d
+}
+
+func (h *Hub) backoff(attempt int) time.Duration {
+	h.mu.Lock()
+	d := h.retryAfter
+	h.mu.Unlock()
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	for i := 0; i < attempt && d < 5*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Second)
 }
 
 // Subscription receives pokes on C until Close.
@@ -140,34 +163,37 @@ func (h *Hub) CloseWaiters() { h.once.Do(func() { close(h.closed) }) }
 
 // Run listens until ctx ends, reconnecting with backoff.
 func (h *Hub) Run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
 	first := true
+	attempt := 0
 	for ctx.Err() == nil {
-		err := h.listen(ctx, &first)
+		listened, err := h.listen(ctx, &first)
 		if ctx.Err() != nil {
 			return
 		}
-		h.log.Warn("notification listener lost its connection; reconnecting", "err", err, "in", backoff)
+		if listened {
+			attempt = 0
+		}
+		wait := h.backoff(attempt)
+		attempt++
+		h.log.Warn("notification listener lost its connection; reconnecting", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-		if err == nil {
-			backoff = 100 * time.Millisecond
+		case <-time.After(wait):
 		}
 	}
 }
 
-func (h *Hub) listen(ctx context.Context, first *bool) error {
+// listen holds one LISTEN connection until it fails; listened says whether
+// LISTEN was in place at some point.
+func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error) {
 	conn, err := pgx.Connect(ctx, h.url)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return err
+		return false, err
 	}
 	h.mu.Lock()
 	h.conn = conn
@@ -185,7 +211,7 @@ func (h *Hub) listen(ctx context.Context, first *bool) error {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		var ch Change
 		if err := json.Unmarshal([]byte(n.Payload), &ch); err != nil {

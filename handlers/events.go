@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,9 +18,10 @@ import (
 const keepAlive = 25 * time.Second
 
 // Events streams the signed-in user's inbox changes as server-sent events,
-// fed by the process's LISTEN fan-out. It first tells the page to re-sync
-// (so nothing that happened before the stream opened is missed), then sends
-// "new" with a card for each item that appears and "gone-<id>" (plus a
+// fed by the process's LISTEN fan-out. It first sends the whole pending list
+// ("sync", so nothing that happened before the stream opened is missed, also
+// after a reconnect), then sends
+// "new" with a card for each item that appears and "gone" (plus a
 // "recent" row) for each that is answered, expires or is cancelled. It
 // compares the pending set on every poke instead of trusting single
 // notifications, so merged or dropped pokes lose nothing.
@@ -34,7 +34,15 @@ func (h *Handler) Events(c echo.Context) error {
 	sub := h.Hub.Subscribe(db.OwnerKey(u.Subject))
 	defer sub.Close()
 
-	known, err := h.pendingIDs(ctx, u.Subject)
+	pending, err := h.DB.PendingFor(ctx, u.Subject)
+	if err != nil {
+		return err
+	}
+	known := make(map[string]bool, len(pending))
+	for _, a := range pending {
+		known[a.ID] = true
+	}
+	list, err := renderString(c, views.StreamSync(h.cards(c, pending)))
 	if err != nil {
 		return err
 	}
@@ -43,7 +51,9 @@ func (h *Handler) Events(c echo.Context) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if err := writeEvent(w, "sync", ""); err != nil {
+	// The list as of subscribing; every later change arrives in order on
+	// this same stream, so nothing falls between the page and the stream.
+	if err := writeEvent(w, "sync", list); err != nil {
 		return nil
 	}
 	tick := time.NewTicker(keepAlive)
@@ -70,18 +80,6 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 }
 
-func (h *Handler) pendingIDs(ctx context.Context, subject string) (map[string]bool, error) {
-	list, err := h.DB.PendingFor(ctx, subject)
-	if err != nil {
-		return nil, err
-	}
-	ids := make(map[string]bool, len(list))
-	for _, a := range list {
-		ids[a.ID] = true
-	}
-	return ids, nil
-}
-
 func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string]bool, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
@@ -98,7 +96,7 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string
 		if known[a.ID] {
 			continue
 		}
-		html, err := renderString(c, views.Card(h.card(c, a)))
+		html, err := renderString(c, views.StreamNew(h.card(c, a)))
 		if err != nil {
 			return known, err
 		}
@@ -110,11 +108,15 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string
 		if now[id] {
 			continue
 		}
-		if err := writeEvent(w, "gone-"+id, ""); err != nil {
+		html, err := renderString(c, views.StreamGone(id))
+		if err != nil {
+			return known, err
+		}
+		if err := writeEvent(w, "gone", html); err != nil {
 			return known, err
 		}
 		if a, err := h.DB.ApprovalForOwner(ctx, id, u.Subject); err == nil && a.DecidedAt != nil {
-			html, err := renderString(c, views.RecentRow(h.decidedRow(a)))
+			html, err := renderString(c, views.StreamRecent(h.decidedRow(a)))
 			if err != nil {
 				return known, err
 			}

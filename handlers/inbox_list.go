@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -32,15 +31,6 @@ func (h *Handler) InboxList(c echo.Context) error {
 		v.Recent = append(v.Recent, h.decidedRow(a))
 	}
 	return Render(c, http.StatusOK, views.Inbox(v))
-}
-
-// InboxPending is the pending list alone, for the live page to re-sync.
-func (h *Handler) InboxPending(c echo.Context) error {
-	pending, err := h.DB.PendingFor(c.Request().Context(), CurrentUser(c).Subject)
-	if err != nil {
-		return err
-	}
-	return Render(c, http.StatusOK, views.PendingList(h.cards(c, pending)))
 }
 
 func (h *Handler) cards(c echo.Context, list []db.Approval) []views.ApprovalCard {
@@ -76,7 +66,6 @@ func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 	if a.Scope != nil {
 		r.Scope = *a.Scope
 	}
-	r.DecidedAt = time.Time{}
 	if a.DecidedAt != nil {
 		r.DecidedAt = *a.DecidedAt
 	}

@@ -181,7 +181,7 @@ func TestEventStream(t *testing.T) {
 		}
 		return [2]string{}
 	}
-	if ev := next(); ev[0] != "sync" {
+	if ev := next(); ev[0] != "sync" || !strings.Contains(ev[1], `id="pending-list" hx-swap-oob="innerHTML"`) {
 		t.Fatal("first event", ev)
 	}
 	id := l.pending(t, l.call("mail", "send_email", `{"to":"<img src=x onerror=alert(1)>"}`))
@@ -195,7 +195,7 @@ func TestEventStream(t *testing.T) {
 	l.pending(t, other)
 	decide(l.Member, id, "approve")
 	ev = next()
-	if ev[0] != "gone-"+id {
+	if ev[0] != "gone" || !strings.Contains(ev[1], "delete:#approval-"+id) {
 		t.Fatal("gone event", ev)
 	}
 	if ev = next(); ev[0] != "recent" || !strings.Contains(ev[1], "Approved") {

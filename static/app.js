@@ -9,6 +9,14 @@
   }
   document.addEventListener('htmx:sseOpen', function () { setLive(true); });
   document.addEventListener('htmx:sseError', function () { setLive(false); });
+  // A card being answered in this tab is replaced by the answer's
+  // confirmation, not removed by the stream's notice of the same decision.
+  document.addEventListener('htmx:oobBeforeSwap', function (e) {
+    var el = e.detail.target;
+    if (el && el.matches && el.matches('li.card') && el.querySelector('form.htmx-request')) {
+      e.detail.shouldSwap = false;
+    }
+  });
   // Keep focus sensible when a decided card is replaced.
   document.addEventListener('htmx:afterSwap', function (e) {
     var t = e.detail.target;

@@ -41,7 +41,6 @@ func (s *Server) routes() {
 
 	user := browser.Group("", requireUser)
 	user.GET("/", h.InboxList)
-	user.GET("/inbox/pending", h.InboxPending)
 	user.POST("/approvals/:id/decision", h.ApprovalDecide)
 	user.GET("/events", h.Events)
 	user.POST("/auth/logout", h.Logout)

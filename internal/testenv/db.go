@@ -36,10 +36,11 @@ var (
 // starts a private PostgreSQL cluster (the same code `countersign dev`
 // uses) for the package and stops it afterwards.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) int {
+// Run is Main without the exit, for packages with more to clean up.
+func Run(m *testing.M) int {
 	adminURL = os.Getenv("COUNTERSIGN_TEST_DATABASE_URL")
 	if adminURL == "" {
 		dir, err := os.MkdirTemp("", "countersign-test-pg-")

@@ -118,6 +118,9 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 		cancel()
 		<-done
 		e.DB.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", e.Logs())
+		}
 	})
 	return e
 }

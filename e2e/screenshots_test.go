@@ -1,0 +1,55 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/internal/testenv"
+)
+
+// TestScreenshots renders the screens at desktop and phone width into
+// COUNTERSIGN_SCREENSHOTS, for a person to look at. It asserts nothing the
+// other tests don't; without the variable it is skipped.
+func TestScreenshots(t *testing.T) {
+	if os.Getenv("COUNTERSIGN_SCREENSHOTS") == "" {
+		t.Skip("set COUNTERSIGN_SCREENSHOTS to a folder to render screenshots")
+	}
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	ctx := newTab(t)
+	signIn(t, ctx, e, "member")
+	screenshot(t, ctx, "inbox-empty")
+
+	calls := []client.Call{
+		{CallID: "s1", Connector: "mail", Tool: "send_email", Arguments: `{"to":"finance@acme.example","subject":"Invoice 4471 — payment scheduled","body":"Hello,\n\nThe invoice 4471 is scheduled for payment on Friday. Let me know if anything is missing. We also attached the remittance advice and the updated purchase order so your team can reconcile both documents before the end of the quarter.\n\nBest regards,\nMaya"}`, Reason: "Confirm the payment date to Acme's finance team."},
+		{CallID: "s2", Connector: "web", Tool: "open_page", Arguments: `{"url":"https://status.example.com/incidents/2291?utm_source=agent&utm_medium=chat&session=8f1b2c9d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4"}`},
+		{CallID: "s3", Connector: "system", Tool: "run_command", Arguments: `{"command": "rm -rf ./build && make release", "cwd": [unclosed`},
+	}
+	for i := range calls {
+		calls[i].User, calls[i].ConversationID, calls[i].TurnID = dev.DemoMember.Subject, "conv-7", "turn-3"
+		go func(c client.Call) { _, _ = rt.Gate(context.Background(), c) }(calls[i])
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="approval-card"]').length === 3`)); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "inbox-pending")
+
+	admin := newTab(t)
+	signIn(t, admin, e, "admin")
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/api-keys")); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, admin, "api-keys")
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/policies")); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, admin, "placeholder")
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/no-such-page")); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, admin, "not-found")
+}

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"net/url"
 	"strings"
 	"time"
 
@@ -71,13 +72,21 @@ type InboxView struct {
 // destinationKeys are argument names that usually say where data goes.
 var destinationKeys = []string{"to", "recipient", "recipients", "url", "destination", "channel", "host", "email", "cc", "bcc", "path"}
 
-// DestinationOf picks the argument that names where a call sends data.
+// DestinationOf picks the argument that names where a call sends data; a
+// URL is named by its host.
 func DestinationOf(p approval.ArgumentPreview) string {
 	for _, want := range destinationKeys {
 		for _, l := range p.Lines {
-			if strings.EqualFold(l.Key, want) && l.Value != "" {
-				return l.Value
+			if !strings.EqualFold(l.Key, want) || l.Value == "" {
+				continue
 			}
+			if u, err := url.Parse(l.Value); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+				return u.Host
+			}
+			if r := []rune(l.Value); len(r) > 80 {
+				return string(r[:80]) + "…"
+			}
+			return l.Value
 		}
 	}
 	return ""

@@ -199,6 +199,12 @@ func unavailable(call Call) Outcome {
 		approval.MessageInput{Tool: call.Tool})}
 }
 
+// Do sends one API request and decodes the JSON answer into out; a non-2xx
+// answer is an *Error. Gate, SyncConnector and CancelTurn are built on it.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	return c.do(ctx, method, path, body, out)
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {

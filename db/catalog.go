@@ -143,30 +143,3 @@ func activeTool(ctx context.Context, tx pgx.Tx, connector, name string) (Tool, e
 	}
 	return t, err
 }
-
-// SetToolPolicy changes a tool's policy and bumps its version (tests and the
-// policy screen use it).
-func (d *DB) SetToolPolicy(ctx context.Context, actor approval.Actor, connector, name string, p approval.Policy) (Tool, error) {
-	var out Tool
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		before, err := activeTool(ctx, tx, connector, name)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
-			policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
-			before.ID, string(p.Mode), p.StandingApproval, p.Condition); err != nil {
-			return err
-		}
-		out, err = activeTool(ctx, tx, connector, name)
-		if err != nil {
-			return err
-		}
-		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,
-			Connector: connector, Tool: name, Detail: map[string]any{
-				"before": map[string]any{"mode": before.Mode, "standing_approval": before.StandingApproval, "condition": before.Condition, "version": before.PolicyVersion},
-				"after":  map[string]any{"mode": out.Mode, "standing_approval": out.StandingApproval, "condition": out.Condition, "version": out.PolicyVersion},
-			}})
-	})
-	return out, translate("set tool policy", err)
-}

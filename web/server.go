@@ -13,6 +13,7 @@ import (
 
 	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/handlers"
 	"github.com/labstack/echo/v4"
@@ -48,6 +49,7 @@ func New(d Deps) *Server {
 	s.metrics = newMetrics(d.DB)
 	s.Handler = &handlers.Handler{
 		DB: d.DB, Sessions: s.Sessions, Auth: s.OIDC, Log: d.Log, Now: time.Now, Hub: d.Hub,
+		Condition: approval.EvaluateCondition,
 		Settings: handlers.Settings{
 			BaseURL: d.Config.BaseURL, AdminEmails: d.Config.IsAdminEmail,
 			ApprovalTimeout: d.Config.ApprovalTimeout, DeniedBlockThreshold: d.Config.DeniedBlockThreshold,

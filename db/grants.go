@@ -1,0 +1,129 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// Why a standing grant no longer applies.
+const (
+	LapsedPolicyChanged = "Permission settings changed"
+	LapsedNotOffered    = "No longer offered"
+)
+
+// StandingGrant is one of a user's "Always allow" or conversation grants.
+type StandingGrant struct {
+	ID               int64      `db:"id"`
+	UserSubject      string     `db:"user_subject"`
+	ToolID           int64      `db:"tool_id"`
+	ConversationID   *string    `db:"conversation_id"`
+	PolicyVersion    int        `db:"policy_version"`
+	ApprovalID       *string    `db:"approval_id"`
+	CreatedAt        time.Time  `db:"created_at"`
+	LastUsedAt       *time.Time `db:"last_used_at"`
+	Connector        string     `db:"connector"`
+	Tool             string     `db:"tool"`
+	ToolDisplay      string     `db:"tool_display"`
+	ConnectorDisplay string     `db:"connector_display"`
+	ConnectorKind    string     `db:"connector_kind"`
+	ConnectorDeleted bool       `db:"connector_deleted"`
+	ToolVersion      int        `db:"tool_version"`
+	ToolStanding     bool       `db:"tool_standing"`
+	ApprovalTurn     *string    `db:"approval_turn"`
+}
+
+// Lapsed says why the grant no longer applies, or "" while it is active.
+func (g StandingGrant) Lapsed() string {
+	switch {
+	case g.PolicyVersion != g.ToolVersion:
+		return LapsedPolicyChanged
+	case !g.ToolStanding:
+		return LapsedNotOffered
+	}
+	return ""
+}
+
+// Always reports whether this is an "Always allow" grant.
+func (g StandingGrant) Always() bool { return g.ConversationID == nil }
+
+const grantSelect = `SELECT g.id, g.user_subject, g.tool_id, g.conversation_id, g.policy_version, g.approval_id::text AS approval_id,
+	g.created_at, g.last_used_at, t.connector, t.name AS tool, t.display_name AS tool_display,
+	c.display_name AS connector_display, c.kind AS connector_kind, c.deleted_at IS NOT NULL AS connector_deleted,
+	t.policy_version AS tool_version, t.standing_approval AS tool_standing, a.turn_id AS approval_turn
+	FROM standing_grants g JOIN tools t ON t.id = g.tool_id JOIN connectors c ON c.name = t.connector
+	LEFT JOIN approvals a ON a.id = g.approval_id`
+
+// GrantsFor lists a user's grants that were not revoked or cleared.
+func (d *DB) GrantsFor(ctx context.Context, subject string) ([]StandingGrant, error) {
+	rows, err := d.Pool.Query(ctx, grantSelect+` WHERE g.user_subject = $1 AND g.revoked_at IS NULL
+		ORDER BY c.deleted_at IS NOT NULL, c.kind = 'builtin', c.display_name, t.display_name, g.conversation_id NULLS FIRST, g.id DESC`, subject)
+	if err != nil {
+		return nil, translate("list grants", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[StandingGrant])
+	return list, translate("list grants", err)
+}
+
+// RevokeGrants revokes the user's grants matched by where (with its args
+// after the subject) and audits each; it returns how many. The next check
+// no longer sees them.
+func (d *DB) revokeGrants(ctx context.Context, user User, how string, where string, args ...any) (int, error) {
+	n := 0
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, grantSelect+` WHERE g.user_subject = $1 AND g.revoked_at IS NULL AND `+where+` FOR UPDATE OF g`,
+			append([]any{user.Subject}, args...)...)
+		if err != nil {
+			return err
+		}
+		list, err := pgx.CollectRows(rows, pgx.RowToStructByName[StandingGrant])
+		if err != nil {
+			return err
+		}
+		for _, g := range list {
+			if _, err := tx.Exec(ctx, `UPDATE standing_grants SET revoked_at = now() WHERE id = $1`, g.ID); err != nil {
+				return err
+			}
+			ev := approval.AuditEvent{Actor: user.Actor(), Action: approval.ActionGrantRevoked, Connector: g.Connector, Tool: g.Tool,
+				Detail: map[string]any{"grant_id": g.ID, "kind": grantKind(g), "how": how}}
+			if g.ConversationID != nil {
+				ev.ConversationID = *g.ConversationID
+			}
+			if err := RecordAudit(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+		n = len(list)
+		return nil
+	})
+	return n, translate("revoke grants", err)
+}
+
+func grantKind(g StandingGrant) string {
+	if g.Always() {
+		return "always"
+	}
+	return "conversation"
+}
+
+// RevokeGrant revokes one of the user's grants; another user's grant is
+// not found.
+func (d *DB) RevokeGrant(ctx context.Context, user User, id int64) error {
+	n, err := d.revokeGrants(ctx, user, "revoked", `g.id = $2`, id)
+	if err == nil && n == 0 {
+		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such grant.")
+	}
+	return err
+}
+
+// RevokeConnectorGrants revokes all of the user's grants for a connector.
+func (d *DB) RevokeConnectorGrants(ctx context.Context, user User, connector string) (int, error) {
+	return d.revokeGrants(ctx, user, "revoked with the connector", `t.connector = $2`, connector)
+}
+
+// ClearLapsedGrants removes the user's grants that no longer apply.
+func (d *DB) ClearLapsedGrants(ctx context.Context, user User) (int, error) {
+	return d.revokeGrants(ctx, user, "cleared (lapsed)", `(g.policy_version <> t.policy_version OR NOT t.standing_approval)`)
+}

@@ -1,0 +1,122 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// PolicyRow is a tool on the admin's policies screen.
+type PolicyRow struct {
+	Tool
+	AnnotationsChangedAt *time.Time `db:"annotations_changed_at"`
+}
+
+// ListPolicies returns every tool that is not retired, by connector.
+func (d *DB) ListPolicies(ctx context.Context) ([]PolicyRow, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
+		t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
+		t.policy_version, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
+		c.deleted_at IS NOT NULL AS connector_deleted, t.annotations_changed_at
+		FROM tools t JOIN connectors c ON c.name = t.connector
+		WHERE t.retired_at IS NULL
+		ORDER BY c.deleted_at IS NOT NULL, c.kind = 'builtin', c.display_name, t.display_name`)
+	if err != nil {
+		return nil, translate("list policies", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[PolicyRow])
+	return list, translate("list policies", err)
+}
+
+// ToolByID returns a tool, retired or not.
+func (d *DB) ToolByID(ctx context.Context, id int64) (Tool, error) {
+	var t Tool
+	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
+		t, err = toolByID(ctx, tx, id, false)
+		return err
+	})
+	return t, translate("tool by id", err)
+}
+
+func toolByID(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Tool, error) {
+	sql := toolSelect + ` WHERE t.id = $1`
+	if lock {
+		sql += ` FOR UPDATE OF t`
+	}
+	rows, err := tx.Query(ctx, sql, id)
+	if err != nil {
+		return Tool{}, err
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tool])
+	if err == pgx.ErrNoRows {
+		return Tool{}, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such tool.")
+	}
+	return t, err
+}
+
+// Impact counts what a policy change would end: grants valid now, which
+// every change of the tool's policy version lapses.
+type Impact struct {
+	AlwaysGrants       int
+	ConversationGrants int
+}
+
+// Total is the number of grants that would lapse.
+func (i Impact) Total() int { return i.AlwaysGrants + i.ConversationGrants }
+
+// PolicyImpact counts the tool's standing grants that are valid now.
+func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
+	var i Impact
+	err := d.Pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE g.conversation_id IS NULL), count(*) FILTER (WHERE g.conversation_id IS NOT NULL)
+		FROM standing_grants g JOIN tools t ON t.id = g.tool_id
+		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval`,
+		toolID).Scan(&i.AlwaysGrants, &i.ConversationGrants)
+	return i, translate("policy impact", err)
+}
+
+// UpdatePolicy changes a tool's policy: the version goes up (so every
+// standing grant given under the old rules lapses at once), and the change
+// is audited with before and after, in one transaction. expectVersion, when
+// not zero, guards against saving over someone else's change.
+func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int64, expectVersion int, p approval.Policy) (Tool, error) {
+	var out Tool
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		before, err := toolByID(ctx, tx, toolID, true)
+		if err != nil {
+			return err
+		}
+		if expectVersion != 0 && before.PolicyVersion != expectVersion {
+			return approval.Errorf(approval.KindConflict, "policy_changed",
+				"Someone changed this tool's policy while you were editing it. Review the current settings and save again.")
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
+			policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
+			toolID, string(p.Mode), p.StandingApproval, p.Condition); err != nil {
+			return err
+		}
+		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
+			return err
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,
+			Connector: out.Connector, Tool: out.Name, Detail: map[string]any{
+				"before": policyDetail(before), "after": policyDetail(out),
+			}})
+	})
+	return out, translate("update policy", err)
+}
+
+func policyDetail(t Tool) map[string]any {
+	return map[string]any{"mode": t.Mode, "standing_approval": t.StandingApproval, "condition": t.Condition, "version": t.PolicyVersion}
+}
+
+// SetToolPolicy changes the policy of the tool named connector/name.
+func (d *DB) SetToolPolicy(ctx context.Context, actor approval.Actor, connector, name string, p approval.Policy) (Tool, error) {
+	var id int64
+	if err := d.Pool.QueryRow(ctx, `SELECT id FROM tools WHERE connector = $1 AND name = $2`, connector, name).Scan(&id); err != nil {
+		return Tool{}, translate("set tool policy", err)
+	}
+	return d.UpdatePolicy(ctx, actor, id, 0, p)
+}

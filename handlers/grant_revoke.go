@@ -1,0 +1,49 @@
+package handlers
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// GrantRevoke revokes one of the user's grants; the very next call asks
+// again. Another user's grant is not found.
+func (h *Handler) GrantRevoke(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("grant"), 10, 64)
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	if err := h.DB.RevokeGrant(c.Request().Context(), *CurrentUser(c), id); err != nil {
+		return err
+	}
+	h.flash(c, "Revoked. You will be asked again next time.", false)
+	return redirect(c, "/auto-approve")
+}
+
+// GrantRevokeConnector revokes all of the user's grants for a connector.
+func (h *Handler) GrantRevokeConnector(c echo.Context) error {
+	n, err := h.DB.RevokeConnectorGrants(c.Request().Context(), *CurrentUser(c), c.Param("connector"))
+	if err != nil {
+		return err
+	}
+	h.flash(c, fmt.Sprintf("Revoked %d %s.", n, pluralWord(n, "grant")), false)
+	return redirect(c, "/auto-approve")
+}
+
+// GrantClearLapsed removes the user's grants that no longer apply.
+func (h *Handler) GrantClearLapsed(c echo.Context) error {
+	n, err := h.DB.ClearLapsedGrants(c.Request().Context(), *CurrentUser(c))
+	if err != nil {
+		return err
+	}
+	h.flash(c, fmt.Sprintf("Cleared %d lapsed %s.", n, pluralWord(n, "grant")), false)
+	return redirect(c, "/auto-approve")
+}
+
+func pluralWord(n int, w string) string {
+	if n == 1 {
+		return w
+	}
+	return w + "s"
+}

@@ -1,0 +1,40 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PolicyEdit shows the edit form of one tool's policy.
+func (h *Handler) PolicyEdit(c echo.Context) error {
+	t, err := h.toolParam(c)
+	if err != nil {
+		return err
+	}
+	f := h.policyForm(c, t)
+	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
+	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	f.LiveGrants = impact.Total()
+	return Render(c, http.StatusOK, views.PolicyEdit(f))
+}
+
+func (h *Handler) toolParam(c echo.Context) (db.Tool, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		return db.Tool{}, echo.ErrNotFound
+	}
+	return h.DB.ToolByID(c.Request().Context(), id)
+}
+
+func (h *Handler) policyForm(c echo.Context, t db.Tool) views.PolicyForm {
+	return views.PolicyForm{Page: h.Page(c, t.DisplayName+" · Policies", "policies"), Tool: policyItem(t, false),
+		Connector: connectorLabel(t.ConnectorKind, t.ConnectorDisplay)}
+}

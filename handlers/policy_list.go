@@ -1,0 +1,41 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PolicyList shows every tool's policy, grouped by connector: builtin tools
+// as "System tools", deleted connectors last.
+func (h *Handler) PolicyList(c echo.Context) error {
+	rows, err := h.DB.ListPolicies(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	v := views.PoliciesView{Page: h.Page(c, "Policies", "policies")}
+	var key string
+	for _, r := range rows {
+		k := r.Connector
+		if k != key {
+			title := connectorLabel(r.ConnectorKind, r.ConnectorDisplay)
+			if r.ConnectorKind != "builtin" && r.ConnectorDisplay != r.Connector {
+				title += " (" + r.Connector + ")"
+			}
+			v.Groups = append(v.Groups, views.PolicyGroup{Title: title, Deleted: r.ConnectorDeleted})
+			key = k
+		}
+		g := &v.Groups[len(v.Groups)-1]
+		g.Tools = append(g.Tools, policyItem(r.Tool, r.AnnotationsChangedAt != nil))
+	}
+	return Render(c, http.StatusOK, views.Policies(v))
+}
+
+func policyItem(t db.Tool, changed bool) views.PolicyItem {
+	return views.PolicyItem{ID: t.ID, Name: t.Name, Display: t.DisplayName, Annotations: t.Annotations(),
+		Mode: approval.Mode(t.Mode), Standing: t.StandingApproval, Condition: t.Condition, Version: t.PolicyVersion,
+		AnnotationsChanged: changed}
+}

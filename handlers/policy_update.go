@@ -1,0 +1,104 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PolicyUpdate saves a tool's policy, or tests it against sample arguments
+// (action=test). A bad condition re-renders the form with the compiler's
+// message (422). When saving would end standing grants, the form first
+// shows how many, and saves only once that is confirmed (action=confirm).
+func (h *Handler) PolicyUpdate(c echo.Context) error {
+	ctx := c.Request().Context()
+	t, err := h.toolParam(c)
+	if err != nil {
+		return err
+	}
+	f := h.policyForm(c, t)
+	f.Mode = approval.Mode(c.FormValue("mode"))
+	f.Standing = c.FormValue("standing_approval") == "1"
+	f.Condition = strings.TrimSpace(c.FormValue("condition"))
+	f.Sample = c.FormValue("sample")
+	f.Version, _ = strconv.Atoi(c.FormValue("version"))
+	action := c.FormValue("action")
+	if !f.Mode.Valid() {
+		f.Error = "Choose a mode: allow, require approval or block."
+		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
+	}
+	if f.Condition != "" {
+		if err := approval.CompileCondition(f.Condition); err != nil {
+			f.Error = "This condition does not compile: " + err.Error()
+			return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
+		}
+	}
+	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition}
+	if action == "test" {
+		f.TestResult, f.TestTone = testPolicy(p, f.Sample)
+		return Render(c, http.StatusOK, views.PolicyEdit(f))
+	}
+	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition {
+		h.flash(c, "No changes to "+t.DisplayName+".", false)
+		return redirect(c, "/admin/policies")
+	}
+	if action != "confirm" {
+		impact, err := h.DB.PolicyImpact(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if impact.Total() > 0 {
+			f.Impact = &views.ImpactView{AlwaysGrants: impact.AlwaysGrants, ConversationGrants: impact.ConversationGrants}
+			return Render(c, http.StatusOK, views.PolicyEdit(f))
+		}
+	}
+	saved, err := h.DB.UpdatePolicy(ctx, CurrentUser(c).Actor(), t.ID, f.Version, p)
+	if e := approval.AsError(err); e != nil && e.Kind == approval.KindConflict {
+		f.Error = e.Message
+		return Render(c, http.StatusConflict, views.PolicyEdit(f))
+	}
+	if err != nil {
+		return err
+	}
+	h.flash(c, fmt.Sprintf("Saved: %s now %s (policy version %d).", saved.DisplayName, strings.ToLower(modeWords(p.Mode)), saved.PolicyVersion), false)
+	return redirect(c, "/admin/policies")
+}
+
+func modeWords(m approval.Mode) string {
+	switch m {
+	case approval.ModeAllow:
+		return "runs without asking"
+	case approval.ModeBlock:
+		return "is blocked"
+	}
+	return "requires approval"
+}
+
+// testPolicy says what the check would answer for sample arguments under p
+// (before grants, which depend on the person).
+func testPolicy(p approval.Policy, sample string) (string, string) {
+	args := approval.ParseArguments(sample)
+	res, err := approval.EvaluateConditionDetail(p.Condition, args)
+	if p.Condition == "" {
+		res = approval.NoCondition
+	}
+	out := approval.Evaluate(approval.CheckInput{Policy: p, Condition: res, DeniedThreshold: 1 << 30})
+	switch {
+	case out.Verdict == approval.Deny:
+		return "Denied: the tool is blocked.", "bad"
+	case out.Verdict == approval.Allow && p.Condition != "":
+		return "Runs without asking: the condition is false for these arguments.", "ok"
+	case out.Verdict == approval.Allow:
+		return "Runs without asking.", "ok"
+	case err != nil:
+		return "Asks a person: the condition could not be evaluated (" + err.Error() + ").", "warn"
+	case res == approval.ConditionTrue:
+		return "Asks a person: the condition is true for these arguments.", "warn"
+	}
+	return "Asks a person.", "warn"
+}

@@ -40,6 +40,16 @@ const (
 	ActionConnectorDeleted     = "connector deleted"
 	ActionGrantRevoked         = "grant revoked"
 	ActionPolicyChanged        = "policy changed"
+	ActionPlaybookRegistered   = "playbook registered"
+	ActionPlaybookUpdated      = "playbook updated"
+	ActionPlaybookEnabled      = "playbook enabled"
+	ActionPlaybookDisabled     = "playbook disabled"
+	ActionPreapprovalGranted   = "pre-approval granted"
+	ActionPreapprovalRevoked   = "pre-approval revoked"
+	ActionPreapprovalLapsed    = "pre-approval lapsed"
+	ActionRunStarted           = "playbook run started"
+	ActionRefusedInRun         = "refused in unattended run"
+	ActionAllowedByPreapproval = "allowed by pre-approval"
 )
 
 // AuditEvent is one line of the audit log. It never carries argument

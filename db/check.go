@@ -24,6 +24,7 @@ type CheckRequest struct {
 // CheckResult is the check's answer.
 type CheckResult struct {
 	Outcome  approval.Outcome
+	Playbook string // the run's playbook, in a run
 	Tool     Tool
 	Approval *Approval // on pending
 	Message  string    // model-facing, on deny
@@ -61,7 +62,7 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 		return CheckResult{}, translate("check", err)
 	}
 	if res.Outcome.Verdict == approval.Deny {
-		res.Message = approval.Message(res.Outcome.Code, approval.MessageInput{Tool: res.Tool.DisplayName})
+		res.Message = approval.Message(res.Outcome.Code, approval.MessageInput{Tool: res.Tool.DisplayName, Playbook: res.Playbook})
 	}
 	return res, nil
 }
@@ -84,6 +85,12 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
 			InPlaybookRun: req.PlaybookRunID != ""}
 		in.Condition = evalCondition(tool.Condition, args, opt.Condition)
+		var playbookID string
+		if req.PlaybookRunID != "" {
+			if in.PreApproved, res.Playbook, playbookID, err = runFacts(ctx, tx, req.PlaybookRunID, tool.ID); err != nil {
+				return err
+			}
+		}
 		if in.RejectionsThisTurn, err = rejectionsThisTurn(ctx, tx, req, tool.ID, args.Digest); err != nil {
 			return err
 		}
@@ -93,6 +100,9 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		}
 		in.ConversationGrant, in.AlwaysGrant = grants.conversation != 0, grants.always != 0
 		res.Outcome = approval.Evaluate(in)
+		if req.PlaybookRunID != "" {
+			return recordRunOutcome(ctx, tx, key, req, tool, playbookID, res.Outcome)
+		}
 		return d.applyOutcome(ctx, tx, key, req, args, tool, grants, &res, opt)
 	})
 }
@@ -226,4 +236,27 @@ func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 		return Approval{}, err
 	}
 	return getApproval(ctx, tx, id, false)
+}
+
+// recordRunOutcome audits what an unattended run was allowed through its
+// pre-approvals, and records what it was refused on the run, so that the
+// playbook page shows it and a schedule never fails silently.
+func recordRunOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, tool Tool, playbookID string, o approval.Outcome) error {
+	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name, ConversationID: req.ConversationID,
+		TurnID: req.TurnID, PlaybookID: playbookID, RunID: req.PlaybookRunID}
+	switch {
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPreapproval:
+		ev.Action = approval.ActionAllowedByPreapproval
+	case o.Verdict == approval.Deny:
+		ev.Action, ev.Detail = approval.ActionRefusedInRun, map[string]any{"code": string(o.Code)}
+		if playbookID != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO playbook_run_refusals (run_id, tool_id, call_id, code) VALUES ($1::uuid, $2, $3, $4)`,
+				req.PlaybookRunID, tool.ID, req.CallID, string(o.Code)); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	return RecordAudit(ctx, tx, ev)
 }

@@ -61,10 +61,11 @@ func toolByID(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Tool, error)
 type Impact struct {
 	AlwaysGrants       int
 	ConversationGrants int
+	PreApprovals       int // playbook pre-approvals
 }
 
-// Total is the number of grants that would lapse.
-func (i Impact) Total() int { return i.AlwaysGrants + i.ConversationGrants }
+// Total is the number of approvals that would lapse.
+func (i Impact) Total() int { return i.AlwaysGrants + i.ConversationGrants + i.PreApprovals }
 
 // PolicyImpact counts the tool's standing grants that are valid now.
 func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
@@ -74,6 +75,13 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 		FROM standing_grants g JOIN tools t ON t.id = g.tool_id
 		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval`,
 		toolID).Scan(&i.AlwaysGrants, &i.ConversationGrants)
+	if err != nil {
+		return i, translate("policy impact", err)
+	}
+	err = d.Pool.QueryRow(ctx, `
+		SELECT count(*) FROM playbook_preapprovals pa JOIN tools t ON t.id = pa.tool_id JOIN playbooks p ON p.id = pa.playbook_id
+		WHERE pa.tool_id = $1 AND pa.revoked_at IS NULL AND pa.lapsed_at IS NULL AND pa.policy_version = t.policy_version
+		  AND pa.fingerprint = p.fingerprint AND pa.owner_subject = p.owner_subject`, toolID).Scan(&i.PreApprovals)
 	return i, translate("policy impact", err)
 }
 
@@ -98,6 +106,9 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 			return err
 		}
 		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
+			return err
+		}
+		if err := lapsePreapprovals(ctx, tx, approval.LapsePolicy, `pa.tool_id = $1`, toolID); err != nil {
 			return err
 		}
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,

@@ -61,7 +61,7 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 		t.Fatal(err)
 	}
 	impact := text(t, admin, `[data-testid="impact"]`)
-	if !strings.Contains(impact, "1 “Always allow” grant and 1 conversation grant will lapse") {
+	if !strings.Contains(impact, "1 “Always allow” grant, 1 conversation grant and 0 playbook pre-approvals will lapse") {
 		t.Fatalf("impact: %q", impact)
 	}
 	screenshot(t, admin, "policy-impact")

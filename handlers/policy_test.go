@@ -107,7 +107,7 @@ func TestPolicyScreen(t *testing.T) {
 		decide(l.Member, l.pending(t, create("c3", `{"t":5}`)), "always")
 		form := url.Values{"mode": {"block"}, "standing_approval": {"1"}, "action": {"save"}, "version": {toolVersion(t, l.Env, id)}}
 		resp, body := admin.PostForm("/admin/policies/"+id, form)
-		if resp.StatusCode != http.StatusOK || !regexp.MustCompile(`1 “Always allow” grant and 2 conversation grants will lapse`).MatchString(body) {
+		if resp.StatusCode != http.StatusOK || !regexp.MustCompile(`1 “Always allow” grant, 2 conversation grants and 0 playbook pre-approvals will lapse`).MatchString(body) {
 			t.Fatalf("impact: %d\n%s", resp.StatusCode, body)
 		}
 		if out := l.check(t, create("c3", `{"t":8}`)); out["decision"] != "allow" {

@@ -53,7 +53,7 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 			return err
 		}
 		if impact.Total() > 0 {
-			f.Impact = &views.ImpactView{AlwaysGrants: impact.AlwaysGrants, ConversationGrants: impact.ConversationGrants}
+			f.Impact = &views.ImpactView{AlwaysGrants: impact.AlwaysGrants, ConversationGrants: impact.ConversationGrants, PreApprovals: impact.PreApprovals}
 			return Render(c, http.StatusOK, views.PolicyEdit(f))
 		}
 	}

@@ -17,6 +17,13 @@
       e.detail.shouldSwap = false;
     }
   });
+  // A server-rendered dialog becomes modal: focus stays inside, Escape
+  // closes it (and returns to the page, like Cancel).
+  document.querySelectorAll('dialog[data-modal][open]').forEach(function (d) {
+    d.close();
+    d.showModal();
+    d.addEventListener('cancel', function () { window.location.assign(d.dataset.cancel || window.location.pathname); });
+  });
   // Keep focus sensible when a decided card is replaced.
   document.addEventListener('htmx:afterSwap', function (e) {
     var t = e.detail.target;

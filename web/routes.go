@@ -29,6 +29,9 @@ func (s *Server) routes() {
 	api.GET("/approvals/:id", h.APIApprovalGet)
 	api.POST("/approvals/:id/claim", h.APIApprovalClaim)
 	api.POST("/turns/cancel", h.APITurnCancel)
+	api.PUT("/playbooks/:id", h.APIPlaybookPut)
+	api.POST("/playbooks/:id/enable", h.APIPlaybookEnable)
+	api.POST("/playbooks/:id/runs", h.APIPlaybookRun)
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
 	// Browser: session and CSRF on everything below.
@@ -48,7 +51,13 @@ func (s *Server) routes() {
 	user.POST("/auto-approve/:grant/revoke", h.GrantRevoke)
 	user.POST("/auto-approve/connector/:connector/revoke", h.GrantRevokeConnector)
 	user.POST("/auto-approve/clear-lapsed", h.GrantClearLapsed)
-	user.GET("/playbooks", h.ComingSoon("Playbooks", "playbooks", "Playbooks and the tools their owners pre-approved for unattended runs will be listed here."))
+	user.GET("/playbooks", h.PlaybookList)
+	user.GET("/playbooks/:id", h.PlaybookShow)
+	user.POST("/playbooks/:id/enable", h.PlaybookEnable)
+	user.POST("/playbooks/:id/disable", h.PlaybookDisable)
+	user.POST("/playbooks/:id/schedule", h.PlaybookSchedule)
+	user.POST("/playbooks/:id/approve", h.PlaybookApprove)
+	user.POST("/playbooks/:id/preapprovals/:tool/revoke", h.PreApprovalRevoke)
 
 	admin := user.Group("/admin", requireAdmin)
 	admin.GET("/policies", h.PolicyList)

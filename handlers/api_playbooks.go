@@ -1,0 +1,83 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/labstack/echo/v4"
+)
+
+type playbookBody struct {
+	Owner      string              `json:"owner"`
+	Definition approval.Definition `json:"definition"`
+}
+
+var playbookIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+// APIPlaybookPut registers or updates a playbook.
+func (h *Handler) APIPlaybookPut(c echo.Context) error {
+	id := c.Param("id")
+	if !playbookIDRE.MatchString(id) {
+		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "A playbook id is 1–128 letters, digits, '_', '.', ':' or '-'.")
+	}
+	var b playbookBody
+	if err := decodeJSON(c, &b); err != nil {
+		return err
+	}
+	if err := required([2]string{"owner", b.Owner}); err != nil {
+		return err
+	}
+	p, err := h.DB.UpsertPlaybook(c.Request().Context(), CurrentAPIKey(c).Actor(), id, b.Owner, b.Definition)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": p.ID, "fingerprint": p.Fingerprint, "enabled": p.Enabled})
+}
+
+// approvalRequired answers a refused enable or run: 409 with the code and
+// each pair with why it needs the owner's approval.
+func approvalRequired(c echo.Context, err error) (bool, error) {
+	var are *db.ApprovalRequiredError
+	if !errors.As(err, &are) {
+		return false, err
+	}
+	pairs := make([]map[string]any, 0, len(are.Pairs))
+	for _, p := range are.Pairs {
+		reason := p.LapseReason
+		if reason == "" {
+			reason = "Not approved yet"
+		}
+		pairs = append(pairs, map[string]any{"connector": p.Connector, "tool": p.Tool, "reason": reason, "steps": p.Steps})
+	}
+	return true, c.JSON(http.StatusConflict, map[string]any{"error": map[string]any{
+		"code":    string(approval.CodePlaybookApproval),
+		"message": "The playbook " + are.Playbook + " uses tools that need its owner's approval before it can be enabled, scheduled or run. The owner approves them on the playbook's page.",
+		"pairs":   pairs,
+	}})
+}
+
+// APIPlaybookEnable enables a playbook, or refuses with
+// PLAYBOOK_TOOL_APPROVAL_REQUIRED and the pairs.
+func (h *Handler) APIPlaybookEnable(c echo.Context) error {
+	p, _, err := h.DB.PlaybookWithPairs(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	_, err = h.DB.SetPlaybookState(c.Request().Context(), CurrentAPIKey(c).Actor(), "", p.ID, true, p.Schedule)
+	if handled, err := approvalRequired(c, err); handled || err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"id": p.ID, "enabled": true})
+}
+
+// APIPlaybookRun starts a run and lays out its pre-approved pairs.
+func (h *Handler) APIPlaybookRun(c echo.Context) error {
+	run, err := h.DB.StartRun(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"))
+	if handled, err := approvalRequired(c, err); handled || err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"run_id": run.ID, "preapproved": run.Preapproved})
+}

@@ -1,0 +1,104 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PlaybookEnable enables the owner's playbook; when tools lack approval it
+// shows the "Tool use approval" dialog instead (409).
+func (h *Handler) PlaybookEnable(c echo.Context) error {
+	return h.setPlaybookState(c, "enable", true, "")
+}
+
+// PlaybookDisable disables the owner's playbook.
+func (h *Handler) PlaybookDisable(c echo.Context) error {
+	return h.setPlaybookState(c, "disable", false, "")
+}
+
+// PlaybookSchedule sets the owner's playbook's schedule (a cron expression,
+// validated and shown in words); an empty one clears it.
+func (h *Handler) PlaybookSchedule(c echo.Context) error {
+	expr := strings.Join(strings.Fields(c.FormValue("schedule")), " ")
+	if expr != "" {
+		if _, err := approval.ParseSchedule(expr, h.Now()); err != nil {
+			v, verr := h.playbookView(c)
+			if verr != nil {
+				return verr
+			}
+			v.ScheduleInput, v.ScheduleError = expr, approval.AsError(err).Message
+			return Render(c, http.StatusUnprocessableEntity, views.Playbook(v))
+		}
+	}
+	return h.setPlaybookState(c, "schedule", expr != "", expr)
+}
+
+func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, schedule string) error {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	id := c.Param("id")
+	p, _, err := h.DB.PlaybookWithPairs(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.OwnerSubject != u.Subject {
+		return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such playbook.")
+	}
+	if action == "enable" {
+		schedule = p.Schedule
+	}
+	_, err = h.DB.SetPlaybookState(ctx, u.Actor(), u.Subject, id, enabled, schedule)
+	var are *db.ApprovalRequiredError
+	if errors.As(err, &are) {
+		v, verr := h.playbookView(c)
+		if verr != nil {
+			return verr
+		}
+		v.Dialog = &views.DialogView{Then: action, Schedule: schedule}
+		for _, s := range are.Pairs {
+			v.Dialog.Pairs = append(v.Dialog.Pairs, pairView(s))
+		}
+		if action == "schedule" {
+			v.ScheduleInput = schedule
+		}
+		return Render(c, http.StatusConflict, views.Playbook(v))
+	}
+	if err != nil {
+		return err
+	}
+	switch action {
+	case "enable":
+		h.flash(c, p.Name+" is enabled.", false)
+	case "disable":
+		h.flash(c, p.Name+" is disabled.", false)
+	default:
+		if schedule == "" {
+			h.flash(c, "Schedule cleared; "+p.Name+" is disabled.", false)
+		} else {
+			h.flash(c, p.Name+" is scheduled: "+scheduleWords(schedule, h.Now())+".", false)
+		}
+	}
+	return redirect(c, "/playbooks/"+id)
+}
+
+// PlaybookApprove records the owner's pre-approval of every tool the
+// playbook needs, then goes through with the enable or schedule that asked.
+func (h *Handler) PlaybookApprove(c echo.Context) error {
+	if _, err := h.DB.PreApprove(c.Request().Context(), *CurrentUser(c), c.Param("id")); err != nil {
+		return err
+	}
+	switch c.FormValue("then") {
+	case "schedule":
+		return h.setPlaybookState(c, "schedule", true, strings.TrimSpace(c.FormValue("schedule")))
+	case "enable":
+		return h.setPlaybookState(c, "enable", true, "")
+	}
+	h.flash(c, "Tools approved.", false)
+	return redirect(c, "/playbooks/"+c.Param("id"))
+}

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PlaybookList shows the user's playbooks; admins see everyone's.
+func (h *Handler) PlaybookList(c echo.Context) error {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	list, err := h.DB.ListPlaybooks(ctx, u.Subject, u.IsAdmin)
+	if err != nil {
+		return err
+	}
+	v := views.PlaybooksView{Page: h.Page(c, "Playbooks", "playbooks"), AllUsers: u.IsAdmin}
+	for _, p := range list {
+		_, pairs, err := h.DB.PlaybookWithPairs(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		row := views.PlaybookRow{ID: p.ID, Name: p.Name, Owner: p.OwnerName, IsOwner: p.OwnerSubject == u.Subject,
+			Enabled: p.Enabled, ScheduleWords: scheduleWords(p.Schedule, h.Now())}
+		for _, s := range pairs {
+			if s.Required() {
+				row.Required++
+			}
+			if s.Missing() {
+				row.Missing++
+			}
+		}
+		v.Playbooks = append(v.Playbooks, row)
+	}
+	return Render(c, http.StatusOK, views.Playbooks(v))
+}
+
+func scheduleWords(expr string, now time.Time) string {
+	if expr == "" {
+		return ""
+	}
+	w, err := approval.ParseSchedule(expr, now)
+	if err != nil {
+		return "Schedule: " + expr
+	}
+	return w
+}

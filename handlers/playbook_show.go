@@ -1,0 +1,64 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// PlaybookShow shows a playbook: its tools and their pre-approvals (with
+// why a lapsed one lapsed), its steps in order, and recent runs with the
+// calls they were refused. Owners and admins only; others get 404.
+func (h *Handler) PlaybookShow(c echo.Context) error {
+	v, err := h.playbookView(c)
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, views.Playbook(v))
+}
+
+func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
+	ctx := c.Request().Context()
+	u := CurrentUser(c)
+	p, pairs, err := h.DB.PlaybookWithPairs(ctx, c.Param("id"))
+	if err != nil {
+		return views.PlaybookView{}, err
+	}
+	if p.OwnerSubject != u.Subject && !u.IsAdmin {
+		return views.PlaybookView{}, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such playbook.")
+	}
+	runs, err := h.DB.RecentRuns(ctx, p.ID, 10)
+	if err != nil {
+		return views.PlaybookView{}, err
+	}
+	v := views.PlaybookView{Page: h.Page(c, p.Name, "playbooks"), ID: p.ID, Name: p.Name, Owner: p.OwnerName,
+		IsOwner: p.OwnerSubject == u.Subject, Enabled: p.Enabled, Schedule: p.Schedule, ScheduleInput: p.Schedule,
+		ScheduleWords: scheduleWords(p.Schedule, h.Now()), Now: h.Now()}
+	for _, s := range p.Definition.Steps {
+		sv := views.StepView{Title: s.Title, WorkType: s.WorkType.ID + " v" + s.WorkType.Version}
+		for _, t := range s.Tools {
+			sv.Tools = append(sv.Tools, t.String())
+		}
+		v.Steps = append(v.Steps, sv)
+	}
+	for _, s := range pairs {
+		v.Pairs = append(v.Pairs, pairView(s))
+	}
+	for _, r := range runs {
+		row := views.RunRow{ID: r.ID, StartedAt: r.StartedAt}
+		for _, f := range r.Refusals {
+			row.Refusals = append(row.Refusals, views.RefusalRow{Tool: f.Tool, CallID: f.CallID, Code: f.Code})
+		}
+		v.Runs = append(v.Runs, row)
+	}
+	return v, nil
+}
+
+func pairView(s db.PairState) views.PairView {
+	return views.PairView{ToolID: s.ToolID, Tool: s.ToolDisplay, Connector: s.ConnectorDisplay, Steps: strings.Join(s.Steps, ", "),
+		Required: s.Required(), Blocked: s.Mode == approval.ModeBlock, Valid: s.Valid, Reason: s.LapseReason}
+}

@@ -78,7 +78,10 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 			return fmt.Errorf("register the demo catalog: %w", err)
 		}
 	}
-	fmt.Fprintf(o.Out, "demo agent: catalog registered; playing turns for %s every %s\n", o.User, o.Interval)
+	if err := o.Client.RegisterPlaybook(ctx, DemoPlaybookID, o.User, DemoPlaybook()); err != nil {
+		return fmt.Errorf("register the demo playbook: %w", err)
+	}
+	fmt.Fprintf(o.Out, "demo agent: catalog and playbook %q registered; playing turns for %s every %s\n", DemoPlaybook().Name, o.User, o.Interval)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := make(chan struct{}, o.MaxOutstanding)
@@ -90,6 +93,20 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			return nil
+		}
+		if i%7 == 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				playRun(ctx, o)
+			}()
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
 		step := demoScript[i%len(demoScript)]
 		n := turn.Add(1)
@@ -126,5 +143,42 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 		case <-ctx.Done():
 			return nil
 		}
+	}
+}
+
+// playRun starts a run of the demo playbook, as its schedule would, and
+// plays its steps: the pre-approved tools run, a tool outside the playbook
+// is refused without asking anyone.
+func playRun(ctx context.Context, o AgentOptions) {
+	run, err := o.Client.StartRun(ctx, DemoPlaybookID)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(o.Out, "[playbook] run of %q refused: %v\n", DemoPlaybook().Name, err)
+		}
+		return
+	}
+	fmt.Fprintf(o.Out, "[playbook] run %s started with %d pre-approved tools\n", run.ID[:8], len(run.Preapproved))
+	calls := []demoCall{
+		{"mail", "search_messages", `{"query":"invoice newer_than:7d"}`, ""},
+		{"mail", "send_email", `{"to":"finance@acme.example","subject":"Weekly invoice digest","body":"3 invoices, 1 overdue."}`, ""},
+		{"files", "upload_file", `{"path":"/reports/digest.csv","destination":"https://share.example.net/upload"}`, "Attach the digest as a file."},
+	}
+	for i, step := range calls {
+		call := client.Call{CallID: fmt.Sprintf("%s-%d", run.ID[:8], i), User: o.User, ConversationID: "playbook-" + run.ID[:8],
+			TurnID: "run", Connector: step.connector, Tool: step.tool, Arguments: step.args, Reason: step.reason, PlaybookRunID: run.ID}
+		out, err := o.Client.Gate(ctx, call)
+		if ctx.Err() != nil {
+			return
+		}
+		line := fmt.Sprintf("[playbook %s] %s.%s → ", run.ID[:8], call.Connector, call.Tool)
+		if out.Allowed {
+			line += "runs (" + out.Via + ")"
+		} else {
+			line += "does not run: " + out.Code + " — " + out.Message
+		}
+		if err != nil {
+			line += " [" + err.Error() + "]"
+		}
+		fmt.Fprintln(o.Out, line)
 	}
 }

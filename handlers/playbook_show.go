@@ -47,6 +47,7 @@ func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 	}
 	for _, s := range pairs {
 		v.Pairs = append(v.Pairs, pairView(s))
+		v.NeedsApproval = v.NeedsApproval || s.Missing()
 	}
 	for _, r := range runs {
 		row := views.RunRow{ID: r.ID, StartedAt: r.StartedAt}

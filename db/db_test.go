@@ -101,9 +101,9 @@ func TestAuditIsAppendOnly(t *testing.T) {
 		_ = db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "rolled back"})
 		return errors.New("boom")
 	})
-	lines, err := store.ListAudit(ctx, db.AuditFilter{})
-	if err != nil || len(lines) != 1 || lines[0].Action != "test" {
-		t.Fatalf("%v %+v", err, lines)
+	page, err := store.ListAudit(ctx, db.AuditFilter{})
+	if err != nil || len(page.Lines) != 1 || page.Lines[0].Action != "test" {
+		t.Fatalf("%v %+v", err, page)
 	}
 }
 

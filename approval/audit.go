@@ -35,7 +35,6 @@ const (
 	ActionBlockedByPolicy      = "blocked by policy"
 	ActionClaimed              = "claimed"
 	ActionRequested            = "approval requested"
-	ActionDecisionRefused      = "decision refused"
 	ActionConnectorSynced      = "connector synced"
 	ActionConnectorDeleted     = "connector deleted"
 	ActionGrantRevoked         = "grant revoked"
@@ -65,4 +64,14 @@ type AuditEvent struct {
 	RunID          string
 	ApprovalID     string
 	Detail         map[string]any
+}
+
+// AllActions lists every audit action, for the audit screen's filter.
+var AllActions = []string{
+	ActionRequested, ActionApproved, ActionApprovedConversation, ActionAlwaysAllowed, ActionRejected, ActionExpired,
+	ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionBlockedRepeated,
+	ActionBlockedByPolicy, ActionGrantRevoked, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted,
+	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
+	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted,
+	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionSignIn, ActionSignOut,
 }

@@ -37,6 +37,8 @@ type ArgumentPreview struct {
 	RawLength    int           `json:"raw_length,omitempty"`
 	RawShortened bool          `json:"raw_shortened,omitempty"`
 	Problem      string        `json:"problem,omitempty"`
+	// Removed is set when the preview was deleted after the retention period.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // ShortNote is the words shown under a shortened value.

@@ -73,7 +73,11 @@ func (f AuditFilter) where() (string, []any) {
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
 	}
-	if len(f.Actions) > 0 {
+	switch len(f.Actions) {
+	case 0:
+	case 1: // equality lets the (action, id) index give the order too
+		add("action = ?", f.Actions[0])
+	default:
 		add("action = ANY(?)", f.Actions)
 	}
 	if f.Actor != "" {
@@ -238,4 +242,15 @@ func (d *DB) VerifyAudit(ctx context.Context) (ChainReport, error) {
 		r.LastHash = hash
 	}
 	return r, translate("verify audit", rows.Err())
+}
+
+// LatestAudit returns the newest event's position and hash.
+func (d *DB) LatestAudit(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := d.Pool.QueryRow(ctx, `SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
+	if err == pgx.ErrNoRows {
+		return 0, "", nil
+	}
+	return seq, hash, translate("latest audit", err)
 }

@@ -44,10 +44,16 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, admin, "api-keys")
-	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/policies")); err != nil {
+	for _, page := range []string{"audit", "insights", "policies"} {
+		if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/"+page)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, admin, page)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/playbooks")); err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, admin, "placeholder")
+	screenshot(t, ctx, "playbooks")
 	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/no-such-page")); err != nil {
 		t.Fatal(err)
 	}

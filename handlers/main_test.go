@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,3 +105,5 @@ func errCode(out map[string]any) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

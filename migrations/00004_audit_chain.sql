@@ -24,7 +24,7 @@ DECLARE
 BEGIN
     -- Held until commit: the next writer reads this row once it is committed.
     PERFORM pg_advisory_xact_lock(6582955728264977263);
-    SELECT seq, hash INTO last_seq, last_hash FROM audit_events ORDER BY seq DESC NULLS LAST LIMIT 1;
+    SELECT seq, hash INTO last_seq, last_hash FROM audit_events ORDER BY seq DESC LIMIT 1;
     NEW.seq := COALESCE(last_seq, 0) + 1;
     NEW.prev_hash := COALESCE(last_hash, repeat('0', 64));
     NEW.at := date_trunc('microseconds', NEW.at);

@@ -45,6 +45,7 @@ func (p Page) adminNav() []navItem {
 	return []navItem{
 		{"policies", "Policies", "/admin/policies"},
 		{"audit", "Audit", "/admin/audit"},
+		{"insights", "Insights", "/admin/insights"},
 		{"api-keys", "API keys", "/admin/api-keys"},
 	}
 }

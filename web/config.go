@@ -27,6 +27,7 @@ type Config struct {
 	LogLevel             slog.Level
 	TrustedProxies       []*net.IPNet
 	ShutdownTimeout      time.Duration
+	PreviewRetention     time.Duration
 }
 
 // Setting documents one environment variable.
@@ -50,6 +51,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is trusted"},
 	{"COUNTERSIGN_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests get to finish on SIGTERM"},
+	{"COUNTERSIGN_PREVIEW_RETENTION", "720h", "how long argument previews of decided items are kept (audit lines are kept)"},
 }
 
 // LoadConfig reads the configuration through getenv, applying defaults and
@@ -85,6 +87,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SessionIdleTimeout: dur("COUNTERSIGN_SESSION_IDLE_TIMEOUT"),
 		SessionLifetime:    dur("COUNTERSIGN_SESSION_LIFETIME"),
 		ShutdownTimeout:    dur("COUNTERSIGN_SHUTDOWN_TIMEOUT"),
+		PreviewRetention:   dur("COUNTERSIGN_PREVIEW_RETENTION"),
 	}
 	u, err := url.Parse(get("COUNTERSIGN_BASE_URL"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -70,7 +70,7 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	}
 	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
 	go func() { _ = srv.OIDC.Discover(runCtx) }()
-	go sweep(runCtx, store, log)
+	go sweep(runCtx, store, log, cfg.PreviewRetention)
 	if ready != nil {
 		ready(&app{db: store, hub: hub, server: srv})
 	}
@@ -79,9 +79,10 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	return err
 }
 
-// sweep expires pending items past their wait cap every second and removes
-// expired sessions every ten minutes, until ctx ends.
-func sweep(ctx context.Context, store *db.DB, log *slog.Logger) {
+// sweep expires pending items past their wait cap every second, and every
+// ten minutes removes expired sessions and argument previews past their
+// retention, until ctx ends.
+func sweep(ctx context.Context, store *db.DB, log *slog.Logger, retention time.Duration) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastSessions := time.Time{}
@@ -100,6 +101,11 @@ func sweep(ctx context.Context, store *db.DB, log *slog.Logger) {
 			lastSessions = time.Now()
 			if _, err := store.SweepSessions(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("session sweep", "err", err)
+			}
+			if n, err := store.RemoveOldPreviews(ctx, retention, 5000); err != nil && ctx.Err() == nil {
+				log.Warn("preview retention sweep", "err", err)
+			} else if n > 0 {
+				log.Info("removed argument previews past retention", "count", n, "retention", retention)
 			}
 		}
 	}

@@ -20,6 +20,9 @@ func TestScreenshots(t *testing.T) {
 	}
 	e := testenv.NewEnv(t)
 	rt := runtime(t, e)
+	if err := rt.RegisterPlaybook(context.Background(), dev.DemoPlaybookID, dev.DemoMember.Subject, dev.DemoPlaybook()); err != nil {
+		t.Fatal(err)
+	}
 	ctx := newTab(t)
 	signIn(t, ctx, e, "member")
 	screenshot(t, ctx, "inbox-empty")

@@ -46,7 +46,7 @@ func TestAuditScenario(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		decide(l.Member, l.pending(t, rej), "reject", "reason", marker+" not this file") // requested, rejected ×2
 	}
-	l.check(t, rej)                                        // blocked after repeated rejections
+	l.check(t, rej)                                              // blocked after repeated rejections
 	exp := l.pending(t, l.call("files", "upload_file", args(7))) // requested
 	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, exp)
 	if _, err := l.DB.ExpireDue(ctx, 10); err != nil { // expired
@@ -54,7 +54,7 @@ func TestAuditScenario(t *testing.T) {
 	}
 	can := l.call("web", "open_page", args(8))
 	can["turn_id"] = "turn-x"
-	l.pending(t, can) // requested
+	l.pending(t, can)                                                                               // requested
 	if _, err := l.Client.CancelTurn(ctx, dev.DemoMember.Subject, "conv-1", "turn-x"); err != nil { // cancelled
 		t.Fatal(err)
 	}
@@ -62,9 +62,9 @@ func TestAuditScenario(t *testing.T) {
 	_ = l.DB.Pool.QueryRow(ctx, `SELECT id::text FROM standing_grants WHERE conversation_id IS NULL`).Scan(&grant)
 	l.Member.PostForm("/auto-approve/"+grant+"/revoke", url.Values{}) // grant revoked
 	sysID := toolID(t, l.Env, "system", "run_command")
-	savePolicy(t, admin, l.Env, sysID, url.Values{"mode": {"block"}}) // policy changed
-	l.check(t, l.call("system", "run_command", args(9)))             // blocked by policy
-	l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())     // playbook registered
+	savePolicy(t, admin, l.Env, sysID, url.Values{"mode": {"block"}})                              // policy changed
+	l.check(t, l.call("system", "run_command", args(9)))                                           // blocked by policy
+	l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())                                   // playbook registered
 	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{"then": {"enable"}}) // pre-approval granted ×2, playbook enabled
 	_, out := l.startRun(t)                                                                        // playbook run started
 	run := out["run_id"].(string)
@@ -78,16 +78,16 @@ func TestAuditScenario(t *testing.T) {
 	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/preapprovals/"+calID+"/revoke", url.Values{}) // pre-approval revoked
 	mailID := toolID(t, l.Env, "mail", "send_email")
 	savePolicy(t, admin, l.Env, mailID, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}, "condition": {"size(args.to) > 0"}}) // policy changed, pre-approval lapsed
-	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/disable", url.Values{}) // playbook disabled
+	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/disable", url.Values{})                                                                  // playbook disabled
 	d2 := dev.DemoPlaybook()
 	d2.Instructions = "changed"
-	l.putPlaybook(t, dev.DemoMember.Subject, d2) // playbook updated
+	l.putPlaybook(t, dev.DemoMember.Subject, d2)                                   // playbook updated
 	if err := l.DB.DeleteConnector(ctx, approval.SystemActor, "web"); err != nil { // connector deleted
 		t.Fatal(err)
 	}
 	keys, _ := l.DB.ListAPIKeys(ctx)
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{}) // api key revoked
-	l.Member.PostForm("/auth/logout", url.Values{})                              // sign-out
+	l.Member.PostForm("/auth/logout", url.Values{})                             // sign-out
 
 	want := map[string]int{
 		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 7, "approved": 1, "claimed": 1,
@@ -198,8 +198,20 @@ func TestAuditScreen(t *testing.T) {
 	if _, body := admin.Get("/admin/audit/verify"); !strings.Contains(body, "chain intact") {
 		t.Fatal("verify page")
 	}
-	if resp, _ := admin.Get("/admin/insights?window=7d"); resp.StatusCode != http.StatusOK {
-		t.Fatal(resp.StatusCode)
+	// 60 of 60 approved → candidate to loosen; 5 of 5 expired → reroute.
+	for i := 0; i < 5; i++ {
+		id := l.pending(t, l.call("files", "upload_file", `{"i":`+itoa(int64(i))+`}`))
+		_, _ = l.DB.Pool.Exec(context.Background(), `UPDATE approvals SET expires_at = now() WHERE id = $1`, id)
+	}
+	if _, err := l.DB.ExpireDue(context.Background(), 100); err != nil {
+		t.Fatal(err)
+	}
+	resp, body = admin.Get("/admin/insights?window=7d")
+	if resp.StatusCode != http.StatusOK || strings.Count(body, `data-testid="loosen"`) != 1 || strings.Count(body, `data-testid="reroute"`) != 1 {
+		t.Fatalf("insights signals: %d", resp.StatusCode)
+	}
+	if !strings.Contains(body, "100% (60)") || !strings.Contains(body, `data-testid="insights-chart"`) {
+		t.Fatal("insights figures")
 	}
 }
 

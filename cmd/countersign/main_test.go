@@ -19,7 +19,7 @@ func runCmd(t *testing.T, env map[string]string, args ...string) (int, string, s
 
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"dev", "--help"}, {"migrate", "--help"},
-		{"apikey", "--help"}, {"apikey", "create", "--help"}, {"demo-agent", "--help"}, {"bench", "--help"}, {"version"}} {
+		{"apikey", "--help"}, {"apikey", "create", "--help"}, {"audit", "--help"}, {"demo-agent", "--help"}, {"bench", "--help"}, {"version"}} {
 		code, out, errb := runCmd(t, nil, args...)
 		if code != 0 || out+errb == "" {
 			t.Errorf("%v: exit %d", args, code)

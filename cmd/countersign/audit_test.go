@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestAuditVerifyCommand(t *testing.T) {
+	store, u := testenv.OpenDB(t)
+	ctx := context.Background()
+	for i := 0; i < 5; i++ {
+		_ = store.InTx(ctx, func(tx pgx.Tx) error {
+			return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "expired"})
+		})
+	}
+	code, out, _ := runCmd(t, map[string]string{"COUNTERSIGN_DATABASE_URL": u}, "audit", "verify")
+	if code != 0 || !strings.Contains(out, "5 events, chain intact") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
+		`UPDATE audit_events SET actor_name = 'someone else' WHERE seq = 3`,
+		`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
+		if _, err := store.Pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errb := runCmd(t, map[string]string{"COUNTERSIGN_DATABASE_URL": u}, "audit", "verify")
+	if code != 1 || !strings.Contains(out, "chain broken at event 3") || !strings.Contains(errb, "broken") {
+		t.Fatalf("exit %d: %s %s", code, out, errb)
+	}
+}

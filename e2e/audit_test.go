@@ -42,11 +42,12 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-filters"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#f-tool`), "send_email"),
 		chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector('#f-action'); [...s.options].forEach(o => o.selected = o.value === 'approved'); return {} })()`),
-		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="older"]`)))
+		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The unfiltered page has an Older link too: wait for the filtered one.
+	waitURL(t, admin, "tool=send_email")
 	loc, _ := chromedp.Run(admin, chromedp.Location())
 	if !strings.Contains(loc, "tool=send_email") || !strings.Contains(loc, "action=approved") {
 		t.Fatalf("filter not in the URL: %s", loc)
@@ -65,16 +66,18 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 	}
 	screenshot(t, admin, "audit-filtered")
 	firstID := eval[string](t, admin, `document.querySelector('[data-testid="audit-line"]').dataset.id`)
-	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(`[data-testid="older"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="newer"]`))); err != nil {
+	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(`[data-testid="older"]`))); err != nil {
 		t.Fatal(err)
 	}
+	waitURL(t, admin, "before=")
 	second := eval[[]string](t, admin, `[...document.querySelectorAll('[data-testid="audit-line"]')].map(e => e.dataset.id)`)
 	if len(second) != 50 {
 		t.Fatalf("second page %d lines", len(second))
 	}
-	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(`[data-testid="newer"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="older"]`))); err != nil {
+	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(`[data-testid="newer"]`))); err != nil {
 		t.Fatal(err)
 	}
+	waitURL(t, admin, "after=")
 	if got := eval[string](t, admin, `document.querySelector('[data-testid="audit-line"]').dataset.id`); got != firstID {
 		t.Fatalf("back to the first page: %s, want %s", got, firstID)
 	}

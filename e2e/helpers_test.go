@@ -117,3 +117,44 @@ func result(t *testing.T, ch chan gateResult) gateResult {
 	}
 	return gateResult{}
 }
+
+// waitURL waits until the tab's address contains part, riding out the
+// navigation in between.
+func waitURL(t *testing.T, ctx context.Context, part string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err == nil && strings.Contains(loc, part) {
+			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.readyState === 'complete'`)); err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page did not reach an address with %q (at %q)", part, loc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cardFor waits for the inbox card of the call's pending item and returns
+// its selector, once htmx has wired it up (a person can't click sooner).
+func cardFor(t *testing.T, ctx context.Context, e *testenv.Env, callID string) string {
+	t.Helper()
+	var id string
+	deadline := time.Now().Add(10 * time.Second)
+	for e.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM approvals WHERE call_id = $1`, callID).Scan(&id) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no pending item for", callID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sel := `li[data-approval-id="` + id + `"]`
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		t.Fatal("card did not appear:", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.querySelector('`+sel+`').classList.contains('htmx-added')`)); err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}

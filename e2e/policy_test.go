@@ -26,13 +26,7 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 	approveVia := func(c client.Call, decision string) {
 		t.Helper()
 		res := gate(rt, c)
-		sel := `[data-testid="approval-card"] button[value="` + decision + `"]`
-		if err := chromedp.Do(member, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := chromedp.Run(member, chromedp.Poll[bool](`!document.querySelector('[data-testid="approval-card"]').classList.contains('htmx-added')`)); err != nil {
-			t.Fatal(err)
-		}
+		sel := cardFor(t, member, e, c.CallID) + ` button[value="` + decision + `"]`
 		if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(sel))); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/internal/testenv"
 )
 
@@ -266,5 +265,4 @@ func TestPolicyChangeReachesOtherInstance(t *testing.T) {
 	if out := a.check(t, a.call("mail", "search_messages", `{}`)); out["code"] != "blocked_by_policy" {
 		t.Fatal("instance A used a stale policy:", out)
 	}
-	_ = dev.DemoMember
 }

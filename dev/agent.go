@@ -89,18 +89,24 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
 	for i := 0; ; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
+		// Every seventh turn the playbook's schedule fires: it never waits
+		// for a person, so it does not take a slot.
 		if i%7 == 6 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
 				playRun(ctx, o)
 			}()
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		default: // enough calls are waiting for a person; try again later
 			select {
 			case <-tick.C:
 			case <-ctx.Done():

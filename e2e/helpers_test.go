@@ -93,19 +93,9 @@ func runtime(t *testing.T, e *testenv.Env) *client.Client {
 	return c
 }
 
-type gateResult struct {
-	out client.Outcome
-	err error
-}
+type gateResult = testenv.GateResult
 
-func gate(c *client.Client, call client.Call) chan gateResult {
-	ch := make(chan gateResult, 1)
-	go func() {
-		out, err := c.Gate(context.Background(), call)
-		ch <- gateResult{out, err}
-	}()
-	return ch
-}
+var gate = testenv.GateAsync
 
 func result(t *testing.T, ch chan gateResult) gateResult {
 	t.Helper()

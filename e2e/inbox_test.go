@@ -94,7 +94,7 @@ func TestLiveInbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := result(t, res)
-		if !r.out.Allowed {
+		if !r.Out.Allowed {
 			t.Fatal(r)
 		}
 		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`[data-testid="decided-card"]`))); err != nil {
@@ -115,7 +115,7 @@ func TestLiveInbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := result(t, res)
-		if r.out.Allowed || r.out.Code != "approval_denied" || !strings.Contains(r.out.Message, "Keep Q3, delete Q2 instead") {
+		if r.Out.Allowed || r.Out.Code != "approval_denied" || !strings.Contains(r.Out.Message, "Keep Q3, delete Q2 instead") {
 			t.Fatal(r)
 		}
 	})
@@ -127,7 +127,7 @@ func TestLiveInbox(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(card(id)+` button[value="always"]`))); err != nil {
 			t.Fatal(err)
 		}
-		if r := result(t, res); !r.out.Allowed || r.out.Scope != "always" {
+		if r := result(t, res); !r.Out.Allowed || r.Out.Scope != "always" {
 			t.Fatal(r)
 		}
 		out, err := rt.Gate(context.Background(), call("calendar", "create_event", `{"title":"Another"}`, ""))

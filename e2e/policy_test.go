@@ -30,7 +30,7 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 		if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(sel))); err != nil {
 			t.Fatal(err)
 		}
-		if r := result(t, res); !r.out.Allowed {
+		if r := result(t, res); !r.Out.Allowed {
 			t.Fatal(r)
 		}
 	}
@@ -120,7 +120,7 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 	if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(`[data-testid="approval-card"] button[value="reject"]`))); err != nil {
 		t.Fatal(err)
 	}
-	if r := result(t, res); r.out.Code != "approval_denied" {
+	if r := result(t, res); r.Out.Code != "approval_denied" {
 		t.Fatal(r)
 	}
 }

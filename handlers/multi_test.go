@@ -13,19 +13,7 @@ import (
 	"github.com/countersign/countersign/internal/testenv"
 )
 
-type gateResult struct {
-	out client.Outcome
-	err error
-}
-
-func gateAsync(c *client.Client, call client.Call) chan gateResult {
-	ch := make(chan gateResult, 1)
-	go func() {
-		out, err := c.Gate(context.Background(), call)
-		ch <- gateResult{out, err}
-	}()
-	return ch
-}
+var gateAsync = testenv.GateAsync
 
 // waitPending returns the id of the only pending item of the demo member.
 func waitPending(t *testing.T, e *testenv.Env, callID string) string {
@@ -47,7 +35,7 @@ func TestGateEndToEnd(t *testing.T) {
 		res := gateAsync(l.Client, c)
 		decide(l.Member, waitPending(t, l.Env, "g1"), "approve")
 		r := <-res
-		if !r.out.Allowed || r.out.Via != "person" || r.out.Scope != "once" || r.err != nil {
+		if !r.Out.Allowed || r.Out.Via != "person" || r.Out.Scope != "once" || r.Err != nil {
 			t.Fatal(r)
 		}
 	})
@@ -57,7 +45,7 @@ func TestGateEndToEnd(t *testing.T) {
 		res := gateAsync(l.Client, c)
 		decide(l.Member, waitPending(t, l.Env, "g2"), "reject", "reason", "Wrong recipient, use the billing alias")
 		r := <-res
-		if r.out.Allowed || r.out.Code != "approval_denied" || !strings.Contains(r.out.Message, `"Wrong recipient, use the billing alias"`) {
+		if r.Out.Allowed || r.Out.Code != "approval_denied" || !strings.Contains(r.Out.Message, `"Wrong recipient, use the billing alias"`) {
 			t.Fatal(r)
 		}
 	})
@@ -69,7 +57,7 @@ func TestGateEndToEnd(t *testing.T) {
 		if _, err := l.Client.CancelTurn(context.Background(), c.User, c.ConversationID, c.TurnID); err != nil {
 			t.Fatal(err)
 		}
-		if r := <-res; r.out.Allowed || r.out.Code != "approval_cancelled" {
+		if r := <-res; r.Out.Allowed || r.Out.Code != "approval_cancelled" {
 			t.Fatal(r)
 		}
 	})
@@ -91,7 +79,7 @@ func TestTwoInstances(t *testing.T) {
 	}
 	select {
 	case r := <-res:
-		if !r.out.Allowed {
+		if !r.Out.Allowed {
 			t.Fatal(r)
 		}
 	case <-time.After(10 * time.Second):
@@ -127,7 +115,7 @@ func TestListenerReconnectLosesNothing(t *testing.T) {
 	}
 	select {
 	case r := <-res:
-		if !r.out.Allowed {
+		if !r.Out.Allowed {
 			t.Fatal(r)
 		}
 	case <-time.After(15 * time.Second):

@@ -25,11 +25,10 @@ import (
 const migrationLockID = 0x636f756e7465 // "counte"
 
 // DB is a Postgres pool with Countersign's queries.
+// Expiry and every other time rule use the database's now(), so that all
+// instances agree on one clock.
 type DB struct {
 	Pool *pgxpool.Pool
-	// Now is the clock used for expiry decisions made in Go. Queries use the
-	// database's now(), which tests can shift with SetNow.
-	Now func() time.Time
 }
 
 // Open connects a pool to url and checks that the server answers.
@@ -51,7 +50,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db: connect: %w", err)
 	}
-	return &DB{Pool: pool, Now: time.Now}, nil
+	return &DB{Pool: pool}, nil
 }
 
 // Close closes the pool.

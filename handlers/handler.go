@@ -8,7 +8,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/a-h/templ"
@@ -41,7 +40,6 @@ type Authenticator interface {
 
 // Settings are the configuration values handlers need.
 type Settings struct {
-	BaseURL              *url.URL
 	AdminEmails          func(email string) bool
 	ApprovalTimeout      time.Duration
 	DeniedBlockThreshold int

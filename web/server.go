@@ -51,7 +51,7 @@ func New(d Deps) *Server {
 		DB: d.DB, Sessions: s.Sessions, Auth: s.OIDC, Log: d.Log, Now: time.Now, Hub: d.Hub,
 		Condition: approval.EvaluateCondition,
 		Settings: handlers.Settings{
-			BaseURL: d.Config.BaseURL, AdminEmails: d.Config.IsAdminEmail,
+			AdminEmails:     d.Config.IsAdminEmail,
 			ApprovalTimeout: d.Config.ApprovalTimeout, DeniedBlockThreshold: d.Config.DeniedBlockThreshold,
 		},
 	}

@@ -118,19 +118,16 @@ func (d *DB) AuthenticateAPIKey(ctx context.Context, key string) (APIKey, error)
 	if !strings.HasPrefix(key, apiKeyPrefix) || len(key) > 200 {
 		return APIKey{}, unauthorized
 	}
+	// One read per request; the write happens at most once a minute.
 	var k APIKey
 	err := d.Pool.QueryRow(ctx, `
-		UPDATE api_keys SET last_used_at = now()
-		WHERE key_hash = $1 AND revoked_at IS NULL
-		  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-		RETURNING id, name, key_prefix, created_at`, hashAPIKey(key)).Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
-	if err == pgx.ErrNoRows {
-		err = d.Pool.QueryRow(ctx, `
-			SELECT id, name, key_prefix, created_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-			hashAPIKey(key)).Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt)
-	}
+		SELECT id, name, key_prefix, created_at, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+		hashAPIKey(key)).Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &k.LastUsedAt)
 	if err == pgx.ErrNoRows {
 		return APIKey{}, unauthorized
+	}
+	if err == nil && (k.LastUsedAt == nil || time.Since(*k.LastUsedAt) > time.Minute) {
+		_, err = d.Pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE id = $1`, k.ID)
 	}
 	return k, translate("authenticate api key", err)
 }

@@ -246,10 +246,11 @@ func (d *DB) ListPlaybooks(ctx context.Context, subject string, all bool) ([]Pla
 	return list, translate("list playbooks", err)
 }
 
-// SetPlaybookState enables or disables a playbook and sets its schedule.
-// Enabling or scheduling is refused while a required pair lacks a valid
-// pre-approval. owner, when not empty, must be the playbook's owner.
-func (d *DB) SetPlaybookState(ctx context.Context, actor approval.Actor, owner, id string, enabled bool, schedule string) (Playbook, error) {
+// SetPlaybookState enables or disables a playbook and sets its schedule
+// (nil keeps the current one). Enabling or scheduling is refused while a
+// required pair lacks a valid pre-approval. owner, when not empty, must be
+// the playbook's owner.
+func (d *DB) SetPlaybookState(ctx context.Context, actor approval.Actor, owner, id string, enabled bool, newSchedule *string) (Playbook, error) {
 	var out Playbook
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		p, err := getPlaybook(ctx, tx, id, true)
@@ -258,6 +259,10 @@ func (d *DB) SetPlaybookState(ctx context.Context, actor approval.Actor, owner, 
 		}
 		if owner != "" && p.OwnerSubject != owner {
 			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such playbook.")
+		}
+		schedule := p.Schedule
+		if newSchedule != nil {
+			schedule = *newSchedule
 		}
 		if enabled || schedule != "" {
 			states, err := pairStates(ctx, tx, p)

@@ -62,11 +62,7 @@ func approvalRequired(c echo.Context, err error) (bool, error) {
 // APIPlaybookEnable enables a playbook, or refuses with
 // PLAYBOOK_TOOL_APPROVAL_REQUIRED and the pairs.
 func (h *Handler) APIPlaybookEnable(c echo.Context) error {
-	p, _, err := h.DB.PlaybookWithPairs(c.Request().Context(), c.Param("id"))
-	if err != nil {
-		return err
-	}
-	_, err = h.DB.SetPlaybookState(c.Request().Context(), CurrentAPIKey(c).Actor(), "", p.ID, true, p.Schedule)
+	p, err := h.DB.SetPlaybookState(c.Request().Context(), CurrentAPIKey(c).Actor(), "", c.Param("id"), true, nil)
 	if handled, err := approvalRequired(c, err); handled || err != nil {
 		return err
 	}

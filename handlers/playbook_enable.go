@@ -14,12 +14,13 @@ import (
 // PlaybookEnable enables the owner's playbook; when tools lack approval it
 // shows the "Tool use approval" dialog instead (409).
 func (h *Handler) PlaybookEnable(c echo.Context) error {
-	return h.setPlaybookState(c, "enable", true, "")
+	return h.setPlaybookState(c, "enable", true, nil)
 }
 
 // PlaybookDisable disables the owner's playbook.
 func (h *Handler) PlaybookDisable(c echo.Context) error {
-	return h.setPlaybookState(c, "disable", false, "")
+	none := ""
+	return h.setPlaybookState(c, "disable", false, &none)
 }
 
 // PlaybookSchedule sets the owner's playbook's schedule (a cron expression,
@@ -36,36 +37,30 @@ func (h *Handler) PlaybookSchedule(c echo.Context) error {
 			return Render(c, http.StatusUnprocessableEntity, views.Playbook(v))
 		}
 	}
-	return h.setPlaybookState(c, "schedule", expr != "", expr)
+	return h.setPlaybookState(c, "schedule", expr != "", &expr)
 }
 
-func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, schedule string) error {
-	ctx := c.Request().Context()
+// setPlaybookState changes the signed-in owner's playbook; schedule nil
+// keeps the current one. Another user's playbook is not found.
+func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, schedule *string) error {
 	u := CurrentUser(c)
 	id := c.Param("id")
-	p, _, err := h.DB.PlaybookWithPairs(ctx, id)
-	if err != nil {
-		return err
-	}
-	if p.OwnerSubject != u.Subject {
-		return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such playbook.")
-	}
-	if action == "enable" {
-		schedule = p.Schedule
-	}
-	_, err = h.DB.SetPlaybookState(ctx, u.Actor(), u.Subject, id, enabled, schedule)
+	p, err := h.DB.SetPlaybookState(c.Request().Context(), u.Actor(), u.Subject, id, enabled, schedule)
 	var are *db.ApprovalRequiredError
 	if errors.As(err, &are) {
 		v, verr := h.playbookView(c)
 		if verr != nil {
 			return verr
 		}
-		v.Dialog = &views.DialogView{Then: action, Schedule: schedule}
+		v.Dialog = &views.DialogView{Then: action}
+		if schedule != nil {
+			v.Dialog.Schedule = *schedule
+		}
 		for _, s := range are.Pairs {
 			v.Dialog.Pairs = append(v.Dialog.Pairs, pairView(s))
 		}
 		if action == "schedule" {
-			v.ScheduleInput = schedule
+			v.ScheduleInput = v.Dialog.Schedule
 		}
 		return Render(c, http.StatusConflict, views.Playbook(v))
 	}
@@ -78,10 +73,10 @@ func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, 
 	case "disable":
 		h.flash(c, p.Name+" is disabled.", false)
 	default:
-		if schedule == "" {
+		if p.Schedule == "" {
 			h.flash(c, "Schedule cleared; "+p.Name+" is disabled.", false)
 		} else {
-			h.flash(c, p.Name+" is scheduled: "+scheduleWords(schedule, h.Now())+".", false)
+			h.flash(c, p.Name+" is scheduled: "+scheduleWords(p.Schedule, h.Now())+".", false)
 		}
 	}
 	return redirect(c, "/playbooks/"+id)
@@ -95,9 +90,10 @@ func (h *Handler) PlaybookApprove(c echo.Context) error {
 	}
 	switch c.FormValue("then") {
 	case "schedule":
-		return h.setPlaybookState(c, "schedule", true, strings.TrimSpace(c.FormValue("schedule")))
+		schedule := strings.TrimSpace(c.FormValue("schedule"))
+		return h.setPlaybookState(c, "schedule", true, &schedule)
 	case "enable":
-		return h.setPlaybookState(c, "enable", true, "")
+		return h.setPlaybookState(c, "enable", true, nil)
 	}
 	h.flash(c, "Tools approved.", false)
 	return redirect(c, "/playbooks/"+c.Param("id"))

@@ -19,8 +19,9 @@ const keepAlive = 25 * time.Second
 
 // Events streams the signed-in user's inbox changes as server-sent events,
 // fed by the process's LISTEN fan-out. It first sends the whole pending list
-// ("sync", so nothing that happened before the stream opened is missed, also
-// after a reconnect), then sends
+// ("sync") when the page's set differs from the current one (so nothing that
+// happened before the stream opened is missed, also after a reconnect), then
+// sends
 // "new" with a card for each item that appears and "gone" (plus a
 // "recent" row) for each that is answered, expires or is cancelled. It
 // compares the pending set on every poke instead of trusting single
@@ -42,19 +43,28 @@ func (h *Handler) Events(c echo.Context) error {
 	for _, a := range pending {
 		known[a.ID] = true
 	}
-	list, err := renderString(c, views.StreamSync(h.cards(c, pending)))
-	if err != nil {
-		return err
-	}
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	// The list as of subscribing; every later change arrives in order on
-	// this same stream, so nothing falls between the page and the stream.
-	if err := writeEvent(w, "sync", list); err != nil {
+	// The list as of subscribing, unless the page (or, after a reconnect,
+	// the page as first loaded) already shows exactly that set: replacing
+	// the list would drop a reason being typed or a click under way. Every
+	// later change arrives in order on this same stream, so nothing falls
+	// between the page and the stream.
+	if c.QueryParam("have") != pendingKey(pending) {
+		list, err := renderString(c, views.StreamSync(h.cards(c, pending)))
+		if err != nil {
+			return nil // headers are sent; the browser reconnects
+		}
+		if err := writeEvent(w, "sync", list); err != nil {
+			return nil
+		}
+	} else if _, err := fmt.Fprint(w, ": in sync\n\n"); err != nil {
 		return nil
+	} else {
+		w.Flush()
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()

@@ -1,7 +1,11 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -25,7 +29,7 @@ func (h *Handler) InboxList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.InboxView{Page: h.Page(c, "Inbox", "inbox")}
+	v := views.InboxView{Page: h.Page(c, "Inbox", "inbox"), PendingKey: pendingKey(pending)}
 	v.Pending = h.cards(c, pending)
 	for _, a := range recent {
 		v.Recent = append(v.Recent, h.decidedRow(a))
@@ -78,4 +82,17 @@ func connectorLabel(kind, display string) string {
 		return "System tools"
 	}
 	return display
+}
+
+// pendingKey names a set of pending items (cards never change once shown,
+// so the set of ids is the list). The page passes it to the event stream,
+// which re-sends the list only when the set differs.
+func pendingKey(list []db.Approval) string {
+	ids := make([]string, len(list))
+	for i, a := range list {
+		ids[i] = a.ID
+	}
+	sort.Strings(ids)
+	sum := sha256.Sum256([]byte(strings.Join(ids, ",")))
+	return hex.EncodeToString(sum[:8])
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,17 +127,19 @@ func TestListenerReconnectLosesNothing(t *testing.T) {
 	}
 }
 
-func TestEventStream(t *testing.T) {
-	l := newLoop(t)
-	req, _ := http.NewRequest(http.MethodGet, l.BaseURL+"/events", nil)
+// openStream connects the member's event stream at path and returns a
+// function that yields the next event (name, data).
+func openStream(t *testing.T, l *loop, path string) func() [2]string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, l.BaseURL+path, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	req = req.WithContext(ctx)
 	resp, err := l.Member.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatal(resp.StatusCode)
 	}
@@ -160,7 +163,7 @@ func TestEventStream(t *testing.T) {
 		}
 		close(events)
 	}()
-	next := func() [2]string {
+	return func() [2]string {
 		select {
 		case ev := <-events:
 			return ev
@@ -169,6 +172,11 @@ func TestEventStream(t *testing.T) {
 		}
 		return [2]string{}
 	}
+}
+
+func TestEventStream(t *testing.T) {
+	l := newLoop(t)
+	next := openStream(t, l, "/events")
 	if ev := next(); ev[0] != "sync" || !strings.Contains(ev[1], `id="pending-list" hx-swap-oob="innerHTML"`) {
 		t.Fatal("first event", ev)
 	}
@@ -188,6 +196,27 @@ func TestEventStream(t *testing.T) {
 	}
 	if ev = next(); ev[0] != "recent" || !strings.Contains(ev[1], "Approved") {
 		t.Fatal("recent event", ev)
+	}
+}
+
+// A page that already shows the current pending set gets no sync (which
+// would replace cards under a person's hands); the next change comes as usual.
+func TestEventStreamSkipsSyncWhenCurrent(t *testing.T) {
+	l := newLoop(t)
+	l.pending(t, l.call("mail", "send_email", `{"to":"a"}`))
+	_, page := l.Member.Get("/")
+	m := regexp.MustCompile(`sse-connect="(/events\?have=[0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no stream address on the page")
+	}
+	next := openStream(t, l, m[1])
+	id := l.pending(t, l.call("mail", "send_email", `{"to":"b"}`))
+	if ev := next(); ev[0] != "new" || !strings.Contains(ev[1], id) {
+		t.Fatal("first event", ev[0])
+	}
+	stale := openStream(t, l, m[1]) // the page's set is no longer current
+	if ev := stale(); ev[0] != "sync" || !strings.Contains(ev[1], id) {
+		t.Fatal("stale page got", ev[0])
 	}
 }
 

@@ -64,9 +64,10 @@ func (r DecidedRow) Outcome() (string, string) {
 
 // InboxView is the inbox page.
 type InboxView struct {
-	Page    Page
-	Pending []ApprovalCard
-	Recent  []DecidedRow
+	Page       Page
+	Pending    []ApprovalCard
+	PendingKey string // names the pending set the page shows, for the event stream
+	Recent     []DecidedRow
 }
 
 // destinationKeys are argument names that usually say where data goes.

@@ -138,6 +138,11 @@ func translate(op string, err error) error {
 			return approval.Errorf(approval.KindConflict, "conflict", "already exists")
 		case "22P02": // invalid text representation, e.g. a malformed UUID
 			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "not found")
+		case "22021", "22P05":
+			// A NUL or another character Postgres cannot store reached a
+			// query: the edges refuse these, this is the last line.
+			return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest,
+				"The request holds a character that cannot be stored (such as NUL, U+0000).")
 		}
 	}
 	return fmt.Errorf("db: %s: %w", op, err)

@@ -1,53 +1,168 @@
 package handlers
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"io"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 )
 
-// decodeJSON reads exactly one JSON object into v, rejecting unknown fields
-// and trailing data (400 with a message that names the problem).
-func decodeJSON(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		msg := "The request body must be a JSON object."
-		var syn *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.Is(err, io.EOF):
-			msg = "The request body is empty; a JSON object is required."
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			msg = "Unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "."
-		case errors.As(err, &syn):
-			msg = "The request body is not valid JSON."
-		case errors.As(err, &typ):
-			msg = "The field " + typ.Field + " has the wrong type."
-		case strings.Contains(err.Error(), "request body too large"):
-			msg = "The request body is too large."
+// decodeJSON reads exactly one JSON object into v. Field names must match
+// exactly: encoding/json would fold "User" into "user" and keep the last of
+// two "user"s, so a body could mean one thing here and another to a proxy
+// or a log reader. Unknown fields, duplicate or case-variant names, NUL
+// characters and trailing data are refused (400, naming the field).
+// mayHoldNUL lists members (as JSON Pointers, e.g. "/arguments") whose text
+// is passed on as sent and judged later, so a NUL there is not refused here.
+func decodeJSON(c echo.Context, v any, mayHoldNUL ...string) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he // 413 from the body limit
 		}
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "%s", msg)
+		return invalid("The request body could not be read.")
 	}
-	if dec.More() {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "The request body must hold one JSON object.")
+	if err := scanBody(body, mayHoldNUL); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v, json.RejectUnknownMembers(true)); err != nil {
+		var se *json.SemanticError
+		if !errors.As(err, &se) {
+			return invalid("The request body is not valid JSON.")
+		}
+		field := fieldName(se.JSONPointer)
+		if errors.Is(err, json.ErrUnknownName) {
+			return invalid("Unknown field %s (field names are exact and case-sensitive).", field)
+		}
+		return invalid("The field %s has the wrong type%s.", field, expected(se.GoType))
 	}
 	return nil
 }
 
-// required returns a 400 naming the first empty field, or nil.
-func required(fields ...[2]string) error {
-	for _, f := range fields {
-		if strings.TrimSpace(f[1]) == "" {
-			return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "The field %s is required.", f[0])
+// scanBody checks the body token by token before it is decoded: one JSON
+// object, valid UTF-8, no name twice in an object, no NUL in any name or
+// string (Postgres cannot store one, and it would cut the text short in C
+// tools that read the log).
+func scanBody(body []byte, mayHoldNUL []string) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	switch dec.PeekKind() {
+	case '{':
+	case 0:
+		if len(bytes.TrimSpace(body)) == 0 {
+			return invalid("The request body is empty; a JSON object is required.")
 		}
-		if len(f[1]) > 500 {
-			return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "The field %s is too long (500 bytes at most).", f[0])
+		return invalid("The request body is not valid JSON.")
+	default:
+		return invalid("The request body must be a JSON object.")
+	}
+	for {
+		tok, err := dec.ReadToken()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return syntaxProblem(err)
+		}
+		if tok.Kind() == '"' && strings.ContainsRune(tok.String(), 0) {
+			if nameToken(dec) {
+				return invalid("A field name in the request body holds a NUL character (U+0000), which is not accepted.")
+			}
+			if ptr := string(dec.StackPointer()); !slices.Contains(mayHoldNUL, ptr) {
+				return invalid("The field %s holds a NUL character (U+0000), which is not accepted.", fieldName(dec.StackPointer()))
+			}
+		}
+		if dec.StackDepth() == 0 {
+			if _, err := dec.ReadToken(); err != io.EOF {
+				return invalid("The request body must hold one JSON object and nothing after it.")
+			}
+			return nil
 		}
 	}
-	return nil
+}
+
+// nameToken reports whether the token just read was an object member's
+// name rather than a value: inside an object, names are the odd tokens.
+func nameToken(dec *jsontext.Decoder) bool {
+	kind, n := dec.StackIndex(dec.StackDepth())
+	return kind == '{' && n%2 == 1
+}
+
+func syntaxProblem(err error) error {
+	var se *jsontext.SyntacticError
+	switch {
+	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &se):
+		return invalid("The field %s is sent twice.", fieldName(se.JSONPointer))
+	case strings.Contains(err.Error(), "invalid UTF-8"):
+		return invalid("The request body is not valid UTF-8.")
+	}
+	return invalid("The request body is not valid JSON.")
+}
+
+// fieldName writes a JSON Pointer the way the API documents fields:
+// "/tools/0/name" is tools[0].name.
+func fieldName(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if _, err := strconv.Atoi(tok); err == nil && tok != "" && tok[0] != '-' {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	if b.Len() == 0 {
+		return "body"
+	}
+	return b.String()
+}
+
+// expected names the JSON a Go type is read from.
+func expected(t reflect.Type) string {
+	if t == nil {
+		return ""
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return " (a string is expected)"
+	case reflect.Bool:
+		return " (true or false is expected)"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return " (an object is expected)" // raw JSON such as settings
+		}
+		return " (an array is expected)"
+	case reflect.Struct, reflect.Map:
+		return " (an object is expected)"
+	case reflect.Int, reflect.Int64, reflect.Float64, reflect.Int32, reflect.Float32:
+		return " (a number is expected)"
+	}
+	return ""
+}
+
+func invalid(format string, args ...any) error {
+	return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, format, args...)
+}
+
+// required checks identifiers: present, at most approval.MaxIDChars
+// characters, no control characters. The 400 names the first bad field.
+func required(fields ...[2]string) error {
+	list := make([]approval.Field, 0, len(fields))
+	for _, f := range fields {
+		list = append(list, approval.Field{Name: f[0], Value: f[1], Rule: approval.RuleID, Required: true})
+	}
+	return approval.CheckFields(list...)
 }

@@ -2,7 +2,7 @@ package handlers
 
 import (
 	"net/http"
-	"regexp"
+	"strconv"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -23,16 +23,17 @@ type toolBody struct {
 	StandingApproval *bool                `json:"standing_approval"`
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-
 // APIConnectorPut upserts a connector and its full tool list.
 func (h *Handler) APIConnectorPut(c echo.Context) error {
 	name := c.Param("connector")
-	if !nameRE.MatchString(name) {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "A connector name is 1–128 letters, digits, '_', '.', ':' or '-'.")
+	if err := approval.CheckFields(approval.Field{Name: "connector", Value: name, Rule: approval.RuleName, Required: true}); err != nil {
+		return err
 	}
 	var body connectorBody
 	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	if err := checkConnectorFields(body); err != nil {
 		return err
 	}
 	if body.Kind != "builtin" && body.Kind != "connector" {
@@ -43,10 +44,7 @@ func (h *Handler) APIConnectorPut(c echo.Context) error {
 	}
 	sync := db.ConnectorSync{Name: name, DisplayName: body.DisplayName, Kind: body.Kind}
 	seen := map[string]bool{}
-	for i, t := range body.Tools {
-		if !nameRE.MatchString(t.Name) {
-			return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "tools[%d].name must be 1–128 letters, digits, '_', '.', ':' or '-'.", i)
-		}
+	for _, t := range body.Tools {
 		if seen[t.Name] {
 			return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "The tool %q is listed twice.", t.Name)
 		}
@@ -63,8 +61,25 @@ func (h *Handler) APIConnectorPut(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"connector": name, "tools": len(sync.Tools)})
 }
 
+// checkConnectorFields bounds the names and texts of a catalog sync; the
+// 400 names the first bad field (tools[2].description).
+func checkConnectorFields(b connectorBody) error {
+	fields := []approval.Field{{Name: "display_name", Value: b.DisplayName, Rule: approval.RuleDisplayName}}
+	for i, t := range b.Tools {
+		at := "tools[" + strconv.Itoa(i) + "]."
+		fields = append(fields,
+			approval.Field{Name: at + "name", Value: t.Name, Rule: approval.RuleName, Required: true},
+			approval.Field{Name: at + "display_name", Value: t.DisplayName, Rule: approval.RuleDisplayName},
+			approval.Field{Name: at + "description", Value: t.Description, Rule: approval.RuleDescription})
+	}
+	return approval.CheckFields(fields...)
+}
+
 // APIConnectorDelete marks a connector deleted.
 func (h *Handler) APIConnectorDelete(c echo.Context) error {
+	if err := approval.CheckFields(approval.Field{Name: "connector", Value: c.Param("connector"), Rule: approval.RuleName, Required: true}); err != nil {
+		return err
+	}
 	if err := h.DB.DeleteConnector(c.Request().Context(), CurrentAPIKey(c).Actor(), c.Param("connector")); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -15,19 +14,20 @@ type playbookBody struct {
 	Definition approval.Definition `json:"definition"`
 }
 
-var playbookIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-
 // APIPlaybookPut registers or updates a playbook.
 func (h *Handler) APIPlaybookPut(c echo.Context) error {
 	id := c.Param("id")
-	if !playbookIDRE.MatchString(id) {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "A playbook id is 1–128 letters, digits, '_', '.', ':' or '-'.")
+	if err := approval.CheckFields(approval.Field{Name: "playbook id", Value: id, Rule: approval.RuleName, Required: true}); err != nil {
+		return err
 	}
 	var b playbookBody
 	if err := decodeJSON(c, &b); err != nil {
 		return err
 	}
 	if err := required([2]string{"owner", b.Owner}); err != nil {
+		return err
+	}
+	if err := b.Definition.CheckLimits(); err != nil {
 		return err
 	}
 	p, err := h.DB.UpsertPlaybook(c.Request().Context(), CurrentAPIKey(c).Actor(), id, b.Owner, b.Definition)

@@ -41,15 +41,16 @@ type checkResponse struct {
 // APIToolCallCheck is the check: allow, deny or pending.
 func (h *Handler) APIToolCallCheck(c echo.Context) error {
 	var b checkBody
-	if err := decodeJSON(c, &b); err != nil {
+	// The arguments are the model's text, judged as sent: text that is not
+	// JSON (a NUL byte included) makes the call ask a person.
+	if err := decodeJSON(c, &b, "/arguments"); err != nil {
 		return err
 	}
-	if err := required([2]string{"call_id", b.CallID}, [2]string{"user", b.User}, [2]string{"conversation_id", b.ConversationID},
-		[2]string{"turn_id", b.TurnID}, [2]string{"connector", b.Connector}, [2]string{"tool", b.Tool}); err != nil {
+	if err := checkCallFields(b); err != nil {
 		return err
 	}
-	if len(b.Reason) > 2000 {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "The field reason is too long (2000 bytes at most).")
+	if b.PlaybookRunID != "" {
+		b.PlaybookRunID = approval.NormalizeRunID(b.PlaybookRunID)
 	}
 	res, err := h.DB.Check(c.Request().Context(), *CurrentAPIKey(c), db.CheckRequest{
 		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, TurnID: b.TurnID,
@@ -70,4 +71,19 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 			ArgumentsDigest: a.ArgumentsDigest, AvailableDecisions: a.AvailableDecisions}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// checkCallFields bounds every text of a check; the arguments have their
+// own limits (approval.ParseArguments).
+func checkCallFields(b checkBody) error {
+	return approval.CheckFields(
+		approval.Field{Name: "call_id", Value: b.CallID, Rule: approval.RuleID, Required: true},
+		approval.Field{Name: "user", Value: b.User, Rule: approval.RuleID, Required: true},
+		approval.Field{Name: "conversation_id", Value: b.ConversationID, Rule: approval.RuleID, Required: true},
+		approval.Field{Name: "turn_id", Value: b.TurnID, Rule: approval.RuleID, Required: true},
+		approval.Field{Name: "connector", Value: b.Connector, Rule: approval.RuleName, Required: true},
+		approval.Field{Name: "tool", Value: b.Tool, Rule: approval.RuleName, Required: true},
+		approval.Field{Name: "reason", Value: b.Reason, Rule: approval.RuleReason},
+		approval.Field{Name: "playbook_run_id", Value: b.PlaybookRunID, Rule: approval.RuleRunID},
+	)
 }

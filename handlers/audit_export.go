@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/db"
 	"github.com/labstack/echo/v4"
@@ -31,9 +33,9 @@ func (h *Handler) AuditExport(c echo.Context) error {
 	n := 0
 	err = h.DB.StreamAudit(c.Request().Context(), f, func(l db.AuditLine) error {
 		detail, _ := json.Marshal(l.Detail)
-		if err := cw.Write([]string{strconv.FormatInt(l.ID, 10), strconv.FormatInt(l.Seq, 10), l.At.UTC().Format(time.RFC3339Nano),
-			l.ActorKind, cell(l.ActorID), cell(l.ActorName), l.Action, cell(l.Connector), cell(l.Tool), cell(l.ConversationID),
-			cell(l.TurnID), cell(l.PlaybookID), l.RunID, l.ApprovalID, cell(string(detail)), l.Hash}); err != nil {
+		if err := writeRow(cw, strconv.FormatInt(l.ID, 10), strconv.FormatInt(l.Seq, 10), l.At.UTC().Format(time.RFC3339Nano),
+			l.ActorKind, l.ActorID, l.ActorName, l.Action, l.Connector, l.Tool, l.ConversationID,
+			l.TurnID, l.PlaybookID, l.RunID, l.ApprovalID, string(detail), l.Hash); err != nil {
 			return err
 		}
 		if n++; n%1000 == 0 {
@@ -50,9 +52,31 @@ func (h *Handler) AuditExport(c echo.Context) error {
 	return nil
 }
 
-// cell defuses text a spreadsheet would run as a formula.
+// writeRow writes one CSV record with every cell defused: which columns
+// can hold text from outside changes over time, so none is trusted.
+func writeRow(cw *csv.Writer, cells ...string) error {
+	for i, c := range cells {
+		cells[i] = cell(c)
+	}
+	return cw.Write(cells)
+}
+
+// formulaStart holds the characters that make a spreadsheet read a cell as
+// a formula (or, for tab and carriage return, hide what comes first), with
+// the full-width forms some spreadsheets also accept.
+const formulaStart = "=+-@\t\r\uff1d\uff0b\uff0d\uff20"
+
+// cell defuses text a spreadsheet would run as a formula, as OWASP advises
+// for CSV injection: a cell that starts with one of formulaStart, also after
+// leading white space (which spreadsheets may drop), gets a leading
+// apostrophe, so it is shown as the text it is.
 func cell(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if s == "" {
+		return s
+	}
+	first, _ := utf8.DecodeRuneInString(s)
+	trimmed, _ := utf8.DecodeRuneInString(strings.TrimLeftFunc(s, unicode.IsSpace))
+	if strings.ContainsRune(formulaStart, first) || strings.ContainsRune(formulaStart, trimmed) {
 		return "'" + s
 	}
 	return s

@@ -96,7 +96,7 @@ func TestStandingGrants(t *testing.T) {
 		id := l.pending(t, in("conv-e", `{"t":14}`))
 		decide(l.Member, id, "always")
 		c := in("conv-e", `{"t":15}`)
-		c["playbook_run_id"] = "run-1"
+		c["playbook_run_id"] = "00000000-0000-4000-8000-000000000001" // well-formed; no such run
 		if out := l.check(t, c); out["decision"] != "deny" || out["code"] != "approval_unavailable" {
 			t.Fatal(out)
 		}

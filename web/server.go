@@ -107,6 +107,7 @@ func (s *Server) common() []echo.MiddlewareFunc {
 		s.metrics.middleware,
 		middleware.BodyLimit("4M"),
 		securityHeaders(s.cfg.Secure()),
+		rejectNUL,
 	}
 }
 

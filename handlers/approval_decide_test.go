@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/countersign/countersign/dev"
@@ -126,6 +127,24 @@ func TestDecide(t *testing.T) {
 		if status, body := decide(l.Member, id, "approve"); status != http.StatusConflict || l.status(t, id) != "cancelled" ||
 			!contains(body, "This request was cancelled before it was answered") {
 			t.Fatalf("cancelled: %d %s %s", status, l.status(t, id), body)
+		}
+	})
+
+	t.Run("ErrDecisionInQuery", func(t *testing.T) {
+		// Only the POST body counts: a decision in the URL is not one.
+		id := l.pending(t, l.call("mail", "send_email", `{"to":"query@example.com"}`))
+		resp, _ := l.Member.PostForm("/approvals/"+id+"/decision?decision=approve", url.Values{})
+		if resp.StatusCode != http.StatusUnprocessableEntity || l.status(t, id) != "pending" || l.auditCount(t, id, "approved") != 0 {
+			t.Fatalf("query-only decision: %d %s", resp.StatusCode, l.status(t, id))
+		}
+		// Nor is a reason.
+		resp, _ = l.Member.PostForm("/approvals/"+id+"/decision?reason=from+the+query", url.Values{"decision": {"reject"}})
+		var reason string
+		if err := l.DB.Pool.QueryRow(context.Background(), `SELECT reject_reason FROM approvals WHERE id = $1`, id).Scan(&reason); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusSeeOther || l.status(t, id) != "rejected" || reason != "" {
+			t.Fatalf("reason from the query: %d %s %q", resp.StatusCode, l.status(t, id), reason)
 		}
 	})
 

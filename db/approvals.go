@@ -41,6 +41,10 @@ type Approval struct {
 	ReadOnlyHint       *bool                    `db:"read_only_hint"`
 	DestructiveHint    *bool                    `db:"destructive_hint"`
 	OpenWorldHint      *bool                    `db:"open_world_hint"`
+	// ExpiresIn is how long the item had left when it was read, by the
+	// database's clock (zero once due). Waits use it, never ExpiresAt
+	// against this process's clock, which may disagree with the database's.
+	ExpiresIn time.Duration `db:"expires_in"`
 }
 
 // Annotations are the tool's hints at read time.
@@ -64,7 +68,8 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 	a.tool_id, a.connector, a.tool, a.arguments_digest, a.arguments_size, a.preview, a.agent_reason,
 	a.available_decisions, a.policy_version, a.status, a.scope, a.reviewer_id, a.reject_reason, a.created_at,
 	a.expires_at, a.decided_at, a.consumed_at, t.display_name AS tool_display, c.display_name AS connector_display,
-	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint
+	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint,
+	GREATEST(a.expires_at - now(), interval '0') AS expires_in
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector`
 
 func collectApprovals(rows pgx.Rows, err error) ([]Approval, error) {
@@ -140,7 +145,9 @@ func auditForApproval(a Approval, actor approval.Actor, action string, detail ma
 // Decide records a reviewer's decision: one conditional UPDATE, the grant
 // it implies, its audit line and the notification, in one transaction. The
 // reviewer comes from the session; only the owner may decide, anyone else
-// gets not found. Of any number of concurrent decisions exactly one wins.
+// gets not found. Of any number of concurrent decisions exactly one wins;
+// each other one gets a conflict that says what became of the item, and the
+// item as it is now (see lostDecision).
 func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.Decision, reason string) (Approval, error) {
 	var out Approval
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -170,10 +177,8 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			if a.Status == approval.StatusPending {
-				return approval.Errorf(approval.KindConflict, approval.CodeExpired, "This request expired before it was answered, so the call did not run.")
-			}
-			return approval.Errorf(approval.KindConflict, approval.CodeAlreadyDecided, "This request was already answered (%s).", a.Status)
+			out, err = lostDecision(ctx, tx, id, reviewer)
+			return err
 		}
 		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
 			var conv *string
@@ -199,6 +204,50 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
 	})
 	return out, translate("decide approval", err)
+}
+
+// lostDecision explains a decision whose conditional UPDATE matched
+// nothing: it returns the item as it is now and the conflict naming what
+// became of it. Why a second read: the read before the UPDATE may predate a
+// concurrent winner (the UPDATE then waited for the winner's row lock and
+// found the row no longer pending). Under READ COMMITTED this new statement
+// sees every commit the UPDATE saw, and its now() is the UPDATE's, so
+// "expired" is said only when the database's clock says so.
+func lostDecision(ctx context.Context, tx pgx.Tx, id string, reviewer User) (Approval, error) {
+	a, err := getApproval(ctx, tx, id, false)
+	if err != nil {
+		return Approval{}, err
+	}
+	status := a.Status
+	if status == approval.StatusPending {
+		if a.ExpiresIn > 0 {
+			// Not decided, not due, yet the UPDATE matched nothing: say
+			// nothing rather than guess; the call does not run either way.
+			return Approval{}, fmt.Errorf("decision matched nothing on pending item %s", id)
+		}
+		status = approval.StatusExpired
+	}
+	by := ""
+	if a.ReviewerID != nil {
+		if *a.ReviewerID == reviewer.ID {
+			by = "you"
+		} else {
+			rows, err := tx.Query(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, *a.ReviewerID)
+			if err != nil {
+				return Approval{}, err
+			}
+			u, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+			if err != nil {
+				return Approval{}, err
+			}
+			by = u.DisplayName()
+		}
+	}
+	scope := approval.ScopeOnce
+	if a.Scope != nil {
+		scope = approval.Scope(*a.Scope)
+	}
+	return a, approval.LateDecision(status, scope, by)
 }
 
 // MaxRejectReason is the longest reason kept, in characters.

@@ -107,32 +107,40 @@ func (h *Handler) APIApprovalGet(c echo.Context) error {
 	return c.JSON(http.StatusOK, toApprovalJSON(a))
 }
 
+// expirySlack is added to the time an item has left, so that the re-read
+// after the timer finds it due; dueRecheck is how long to wait before
+// trying again to expire an item that is due but still pending.
+const (
+	expirySlack = 10 * time.Millisecond
+	dueRecheck  = time.Second
+)
+
+// waitSettled holds until the item settles, the wait elapses, the runtime
+// goes away or the hub closes. How long the item has left comes from the
+// database's clock (ExpiresIn), never from this process's clock, which may
+// disagree with it; and every turn of the loop either expires the item or
+// sleeps, so it never spins.
 func (h *Handler) waitSettled(ctx context.Context, a db.Approval, key db.APIKey, sub *db.Subscription, wait time.Duration) (db.Approval, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	triedExpiry := false
 	for a.Status == approval.StatusPending {
-		untilExpiry := time.Until(a.ExpiresAt)
-		if untilExpiry <= 0 {
-			// Past the cap: expire it now rather than wait for the sweep.
+		if a.ExpiresIn <= 0 && !triedExpiry {
+			// Due by the database's clock: expire it now rather than wait
+			// for the sweep.
+			triedExpiry = true
 			if err := h.DB.ExpireIfDue(ctx, a.ID); err != nil {
 				return a, err
 			}
 		} else {
-			expiry := time.NewTimer(untilExpiry + 10*time.Millisecond)
-			select {
-			case <-sub.C:
-			case <-expiry.C:
-			case <-deadline.C:
-				expiry.Stop()
-				return a, nil
-			case <-ctx.Done():
-				expiry.Stop()
-				return a, ctx.Err()
-			case <-h.Hub.Closed():
-				expiry.Stop()
-				return a, nil
+			sleep := a.ExpiresIn + expirySlack
+			if a.ExpiresIn <= 0 {
+				// Still pending although due: look again in a while.
+				sleep, triedExpiry = dueRecheck, false
 			}
-			expiry.Stop()
+			if more, err := h.pause(ctx, sub, deadline.C, sleep); !more {
+				return a, err
+			}
 		}
 		var err error
 		if a, err = h.DB.ApprovalForKey(ctx, a.ID, key); err != nil {
@@ -140,6 +148,25 @@ func (h *Handler) waitSettled(ctx context.Context, a db.Approval, key db.APIKey,
 		}
 	}
 	return a, nil
+}
+
+// pause sleeps for d or until the item is poked; it reports false when the
+// wait is over (the deadline passed, the hub closed, or ctx ended, which
+// returns ctx's error).
+func (h *Handler) pause(ctx context.Context, sub *db.Subscription, deadline <-chan time.Time, d time.Duration) (bool, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-sub.C:
+	case <-timer.C:
+	case <-deadline:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-h.Hub.Closed():
+		return false, nil
+	}
+	return true, nil
 }
 
 type claimBody struct {

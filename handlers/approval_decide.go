@@ -4,25 +4,30 @@ import (
 	"net/http"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
 )
 
-// ApprovalDecide records the signed-in reviewer's answer. Only the form
-// fields decision and reason are read (plus the CSRF token, checked by
-// middleware): the reviewer comes from the session, and the call itself —
-// tool, arguments, state — is what the server stored, never what the
-// browser sends.
+// ApprovalDecide records the signed-in reviewer's answer. Only the POST
+// body's fields decision and reason are read (plus the CSRF token, checked
+// by middleware), never the URL's query: the reviewer comes from the
+// session, and the call itself — tool, arguments, state — is what the
+// server stored, never what the browser sends.
 func (h *Handler) ApprovalDecide(c echo.Context) error {
 	u := CurrentUser(c)
 	id := c.Param("id")
-	dec := approval.Decision(c.FormValue("decision"))
-	a, err := h.DB.Decide(c.Request().Context(), id, *u, dec, c.FormValue("reason"))
+	req := c.Request()
+	dec := approval.Decision(req.PostFormValue("decision"))
+	a, err := h.DB.Decide(req.Context(), id, *u, dec, req.PostFormValue("reason"))
 	if err != nil {
 		if approval.KindOf(err) == approval.KindNotFound {
 			// 404, not 403: don't confirm that someone else's item exists.
-			h.Log.WarnContext(c.Request().Context(), "decision refused: not the owner, or no such item",
+			h.Log.WarnContext(req.Context(), "decision refused: not the owner, or no such item",
 				"user_id", u.ID, "subject", u.Subject, "approval_id", id, "ip", c.RealIP())
+		}
+		if e := approval.AsError(err); e != nil && e.Kind == approval.KindConflict && a.ID != "" {
+			return h.lateDecision(c, a, e)
 		}
 		return err
 	}
@@ -33,4 +38,22 @@ func (h *Handler) ApprovalDecide(c echo.Context) error {
 	label, _ := row.Outcome()
 	h.flash(c, label+": "+a.ToolDisplay+". The agent has its answer.", false)
 	return redirect(c, "/")
+}
+
+// lateDecision answers a decision that lost (409): the card, or the page,
+// says what actually became of the item, as read after the decision failed.
+func (h *Handler) lateDecision(c echo.Context, a db.Approval, e *approval.Error) error {
+	row := h.decidedRow(a)
+	heading := "Already answered"
+	switch {
+	case e.Code == approval.CodeExpired:
+		// Due but not yet swept: it is expired all the same.
+		row.Status, heading = approval.StatusExpired, "This request expired"
+	case a.Status == approval.StatusCancelled:
+		heading = "This request was cancelled"
+	}
+	if isHTMX(c) {
+		return Render(c, http.StatusConflict, views.LateDecision(row, e.Code, e.Message))
+	}
+	return Render(c, http.StatusConflict, views.ErrorPage(h.Page(c, heading, ""), http.StatusConflict, heading, e.Message))
 }

@@ -3,7 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http"
-	"sync"
+	"net/url"
 	"testing"
 
 	"github.com/countersign/countersign/dev"
@@ -65,8 +65,8 @@ func TestDecide(t *testing.T) {
 			t.Fatal(status)
 		}
 		status, body := decide(l.Member, id, "approve")
-		if status != http.StatusConflict || !contains(body, "already answered") || l.status(t, id) != "rejected" {
-			t.Fatalf("replay: %d %s", status, l.status(t, id))
+		if status != http.StatusConflict || !contains(body, "already answered: rejected by you") || l.status(t, id) != "rejected" {
+			t.Fatalf("replay: %d %s %s", status, l.status(t, id), body)
 		}
 		if l.auditCount(t, id, "") != 2 { // requested + rejected
 			t.Fatalf("audit lines %d", l.auditCount(t, id, ""))
@@ -87,11 +87,33 @@ func TestDecide(t *testing.T) {
 	})
 
 	t.Run("ErrExpired", func(t *testing.T) {
+		// Due but not yet swept: still pending in the table, expired by
+		// the database's clock.
 		id := l.pending(t, l.call("mail", "send_email", send))
-		_, _ = l.DB.Pool.Exec(context.Background(), `UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = $1`, id)
+		if _, err := l.DB.Pool.Exec(context.Background(), `UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
 		status, body := decide(l.Member, id, "approve")
-		if status != http.StatusConflict || !contains(body, "expired") || l.status(t, id) != "pending" {
-			t.Fatalf("expired: %d %s", status, l.status(t, id))
+		if status != http.StatusConflict || !contains(body, "This request expired before it was answered") || l.status(t, id) != "pending" {
+			t.Fatalf("expired: %d %s %s", status, l.status(t, id), body)
+		}
+		r := postDecision(l.Member, l.Member.CSRF(), id, "reject", true)
+		if text, code := lateText(t, r); r.Status != http.StatusConflict || code != "expired" || !contains(text, "Expired") || contains(text, "already answered") {
+			t.Fatalf("expired (htmx): %d %s %s", r.Status, code, text)
+		}
+	})
+
+	t.Run("ErrExpiredSwept", func(t *testing.T) {
+		id := l.pending(t, l.call("mail", "send_email", `{"to":"swept@example.com"}`))
+		if _, err := l.DB.Pool.Exec(context.Background(), `UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.DB.ExpireIfDue(context.Background(), id); err != nil || l.status(t, id) != "expired" {
+			t.Fatalf("sweep: %v %s", err, l.status(t, id))
+		}
+		r := postDecision(l.Member, l.Member.CSRF(), id, "approve", true)
+		if text, code := lateText(t, r); r.Status != http.StatusConflict || code != "expired" || !contains(text, "expired before it was answered") {
+			t.Fatalf("expired (swept): %d %s %s", r.Status, code, text)
 		}
 	})
 
@@ -102,8 +124,27 @@ func TestDecide(t *testing.T) {
 		if n, err := l.Client.CancelTurn(context.Background(), dev.DemoMember.Subject, "conv-1", "turn-cancel"); err != nil || n != 1 {
 			t.Fatalf("cancel: %d %v", n, err)
 		}
-		if status, _ := decide(l.Member, id, "approve"); status != http.StatusConflict || l.status(t, id) != "cancelled" {
-			t.Fatalf("cancelled: %d %s", status, l.status(t, id))
+		if status, body := decide(l.Member, id, "approve"); status != http.StatusConflict || l.status(t, id) != "cancelled" ||
+			!contains(body, "This request was cancelled before it was answered") {
+			t.Fatalf("cancelled: %d %s %s", status, l.status(t, id), body)
+		}
+	})
+
+	t.Run("ErrDecisionInQuery", func(t *testing.T) {
+		// Only the POST body counts: a decision in the URL is not one.
+		id := l.pending(t, l.call("mail", "send_email", `{"to":"query@example.com"}`))
+		resp, _ := l.Member.PostForm("/approvals/"+id+"/decision?decision=approve", url.Values{})
+		if resp.StatusCode != http.StatusUnprocessableEntity || l.status(t, id) != "pending" || l.auditCount(t, id, "approved") != 0 {
+			t.Fatalf("query-only decision: %d %s", resp.StatusCode, l.status(t, id))
+		}
+		// Nor is a reason.
+		resp, _ = l.Member.PostForm("/approvals/"+id+"/decision?reason=from+the+query", url.Values{"decision": {"reject"}})
+		var reason string
+		if err := l.DB.Pool.QueryRow(context.Background(), `SELECT reject_reason FROM approvals WHERE id = $1`, id).Scan(&reason); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusSeeOther || l.status(t, id) != "rejected" || reason != "" {
+			t.Fatalf("reason from the query: %d %s %q", resp.StatusCode, l.status(t, id), reason)
 		}
 	})
 
@@ -114,34 +155,9 @@ func TestDecide(t *testing.T) {
 	})
 
 	t.Run("ConcurrentDecisionsOneWinner", func(t *testing.T) {
+		// Every loser is told what won, never "expired".
 		id := l.pending(t, l.call("mail", "send_email", send))
-		l.Member.CSRF() // warm the session
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		codes := map[int]int{}
-		for i := 0; i < 50; i++ {
-			wg.Add(1)
-			go func(i int) {
-				defer wg.Done()
-				d := "approve"
-				if i%2 == 1 {
-					d = "reject"
-				}
-				status, _ := decide(l.Member, id, d)
-				mu.Lock()
-				codes[status]++
-				mu.Unlock()
-			}(i)
-		}
-		wg.Wait()
-		if codes[http.StatusSeeOther] != 1 || codes[http.StatusConflict] != 49 {
-			t.Fatalf("status counts %v", codes)
-		}
-		var lines int
-		_ = l.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE approval_id = $1 AND action IN ('approved','rejected')`, id).Scan(&lines)
-		if lines != 1 {
-			t.Fatalf("decision audit lines %d", lines)
-		}
+		assertOneWinnerTheRestTold(t, l, id, decideConcurrently(l, id, 50))
 	})
 
 	t.Run("TerminalIsTerminalInTheDatabase", func(t *testing.T) {

@@ -276,9 +276,11 @@ func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (
 	return out, translate("claim approval", err)
 }
 
-// toolBlocked reads the tool's policy as it is now. It takes no lock: the
-// claim holds the item's row, and a block that commits first has already
-// ended the item (UpdatePolicy waits for that row), so either order is safe.
+// toolBlocked reads the tool's mode as committed now. It takes no lock on
+// the tool: UpdatePolicy locks the tool and then the items, so a claim that
+// holds an item and waited for the tool could deadlock with it. None is
+// needed: a block that commits before the claim locks the item has already
+// ended it, and one that commits later waited for the claim's row.
 func toolBlocked(ctx context.Context, tx pgx.Tx, toolID int64) (bool, error) {
 	var mode string
 	if err := tx.QueryRow(ctx, `SELECT mode FROM tools WHERE id = $1`, toolID).Scan(&mode); err != nil {

@@ -138,10 +138,12 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 		if err := lapsePreapprovals(ctx, tx, approval.LapsePolicy, `pa.tool_id = $1`, toolID); err != nil {
 			return err
 		}
+		detail := map[string]any{"before": policyDetail(before), "after": policyDetail(out)}
+		if p.Blocks() {
+			detail["calls_stopped"] = len(ended)
+		}
 		if err := RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,
-			Connector: out.Connector, Tool: out.Name, Detail: map[string]any{
-				"before": policyDetail(before), "after": policyDetail(out),
-			}}); err != nil {
+			Connector: out.Connector, Tool: out.Name, Detail: detail}); err != nil {
 			return err
 		}
 		_, err = announceEnded(ctx, tx, blocked, ended)

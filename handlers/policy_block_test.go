@@ -281,4 +281,9 @@ func TestBlockImpactPreview(t *testing.T) {
 	if got := l.status(t, consumed); got != "consumed" {
 		t.Fatal("a consumed item changed:", got)
 	}
+	var stopped int
+	if err := l.DB.Pool.QueryRow(context.Background(), `SELECT (detail->>'calls_stopped')::int FROM audit_events
+		WHERE action = 'policy changed' AND detail->'after'->>'mode' = 'block'`).Scan(&stopped); err != nil || stopped != 4 {
+		t.Fatalf("policy changed line: calls_stopped %d, %v", stopped, err)
+	}
 }

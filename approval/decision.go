@@ -133,6 +133,10 @@ type Policy struct {
 	Version          int
 }
 
+// Blocks reports whether p refuses every call: the mode is block, or a
+// mode this version does not know (which fails closed).
+func (p Policy) Blocks() bool { return p.Mode != ModeAllow && p.Mode != ModeRequireApproval }
+
 // DefaultPolicy is a new tool's policy: read-only tools are allowed;
 // anything else requires approval, with standing approval offered unless the
 // catalog says the tool moves data out (standing=false).

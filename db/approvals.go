@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -35,6 +34,7 @@ type Approval struct {
 	ExpiresAt          time.Time                `db:"expires_at"`
 	DecidedAt          *time.Time               `db:"decided_at"`
 	ConsumedAt         *time.Time               `db:"consumed_at"`
+	EndCode            *string                  `db:"end_code"` // why it ended, when the status alone does not say
 	ToolDisplay        string                   `db:"tool_display"`
 	ConnectorDisplay   string                   `db:"connector_display"`
 	ConnectorKind      string                   `db:"connector_kind"`
@@ -52,8 +52,14 @@ func (a Approval) Annotations() approval.Annotations {
 	return approval.Annotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
 }
 
-// Code is the reason code of a settled, not-approved item.
-func (a Approval) Code() approval.ReasonCode { return approval.CodeForStatus(a.Status) }
+// Code is the reason code of a settled, not-approved item: the one stored
+// when it ended (an admin's block), else the one its status implies.
+func (a Approval) Code() approval.ReasonCode {
+	if a.EndCode != nil {
+		return approval.ReasonCode(*a.EndCode)
+	}
+	return approval.CodeForStatus(a.Status)
+}
 
 // Message is the model-facing message of a settled, not-approved item.
 func (a Approval) Message() string {
@@ -67,7 +73,7 @@ func (a Approval) Message() string {
 const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, a.conversation_id, a.turn_id, a.call_id,
 	a.tool_id, a.connector, a.tool, a.arguments_digest, a.arguments_size, a.preview, a.agent_reason,
 	a.available_decisions, a.policy_version, a.status, a.scope, a.reviewer_id, a.reject_reason, a.created_at,
-	a.expires_at, a.decided_at, a.consumed_at, t.display_name AS tool_display, c.display_name AS connector_display,
+	a.expires_at, a.decided_at, a.consumed_at, a.end_code, t.display_name AS tool_display, c.display_name AS connector_display,
 	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint,
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector`
@@ -277,7 +283,9 @@ func decisionAction(d approval.Decision) string {
 }
 
 // Claim turns an approved item into consumed, once, for the key that
-// created it and only with the call id and digest that were shown.
+// created it and only with the call id and digest that were shown. The
+// tool's policy is read again in the same transaction: an admin's block
+// wins over an approval given before it.
 func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (Approval, error) {
 	var out Approval
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -288,9 +296,16 @@ func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (
 		if a.APIKeyID != key.ID {
 			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
 		}
+		blocked, err := toolBlocked(ctx, tx, a.ToolID)
+		if err != nil {
+			return err
+		}
 		switch {
 		case a.Status == approval.StatusConsumed:
 			return approval.Errorf(approval.KindConflict, approval.CodeConsumed, "This approval was already used; an approval runs one call once.")
+		case a.Code() == approval.CodeBlockedByPolicy || (a.Status == approval.StatusApproved && blocked):
+			return approval.Errorf(approval.KindConflict, string(approval.CodeBlockedByPolicy), "%s",
+				approval.Message(approval.CodeBlockedByPolicy, approval.MessageInput{Tool: a.ToolDisplay}))
 		case a.Status != approval.StatusApproved:
 			return approval.Errorf(approval.KindConflict, approval.CodeNotApproved, "This call is not approved (%s), so it must not run.", a.Status)
 		case a.CallID != callID || a.ArgumentsDigest != digest:
@@ -310,78 +325,17 @@ func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (
 	return out, translate("claim approval", err)
 }
 
-// settle moves matching pending items to a terminal status with an audit
-// line and a notification each, inside tx.
-func settle(ctx context.Context, tx pgx.Tx, status approval.Status, action string, actor approval.Actor, where string, args ...any) ([]Approval, error) {
-	rows, err := tx.Query(ctx, `UPDATE approvals a SET status = '`+string(status)+`', decided_at = now()
-		WHERE a.status = 'pending' AND `+where+` RETURNING a.id::text`, args...)
-	if err != nil {
-		return nil, err
+// toolBlocked reads the tool's mode as committed now. It takes no lock on
+// the tool: UpdatePolicy locks the tool and then the items, so a claim that
+// holds an item and waited for the tool could deadlock with it. None is
+// needed: a block that commits before the claim locks the item has already
+// ended it, and one that commits later waited for the claim's row.
+func toolBlocked(ctx context.Context, tx pgx.Tx, toolID int64) (bool, error) {
+	var mode string
+	if err := tx.QueryRow(ctx, `SELECT mode FROM tools WHERE id = $1`, toolID).Scan(&mode); err != nil {
+		return false, err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Approval, 0, len(ids))
-	for _, id := range ids {
-		a, err := getApproval(ctx, tx, id, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := RecordAudit(ctx, tx, auditForApproval(a, actor, action, nil)); err != nil {
-			return nil, err
-		}
-		if err := notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject}); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-// expireLockID is the advisory lock of the expiry sweep, so that one
-// instance sweeps at a time.
-const expireLockID = 0x657870697265 // "expire"
-
-// ExpireDue expires pending items past their wait cap, at most limit at a
-// time; it returns how many it expired. Several instances may call it: the
-// advisory lock lets one sweep while the others skip.
-func (d *DB) ExpireDue(ctx context.Context, limit int) (int, error) {
-	n := 0
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		var got bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(expireLockID)).Scan(&got); err != nil || !got {
-			return err
-		}
-		list, err := settle(ctx, tx, approval.StatusExpired, approval.ActionExpired, approval.SystemActor,
-			`a.id IN (SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT `+strconv.Itoa(limit)+` FOR UPDATE SKIP LOCKED)`)
-		n = len(list)
-		return err
-	})
-	return n, translate("expire due", err)
-}
-
-// ExpireIfDue expires one item whose wait cap has passed (a waiter does
-// this at the deadline instead of waiting for the sweep).
-func (d *DB) ExpireIfDue(ctx context.Context, id string) error {
-	return translate("expire item", d.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := settle(ctx, tx, approval.StatusExpired, approval.ActionExpired, approval.SystemActor,
-			`a.id = $1 AND a.expires_at <= now()`, id)
-		return err
-	}))
-}
-
-// CancelTurn cancels a stopped turn's pending items that key created.
-func (d *DB) CancelTurn(ctx context.Context, key APIKey, user, conversation, turn string) (int, error) {
-	n := 0
-	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		list, err := settle(ctx, tx, approval.StatusCancelled, approval.ActionCancelled, key.Actor(),
-			`a.owner_subject = $1 AND a.conversation_id = $2 AND a.turn_id = $3 AND a.api_key_id = $4`,
-			user, conversation, turn, key.ID)
-		n = len(list)
-		return err
-	})
-	return n, translate("cancel turn", err)
+	return approval.Policy{Mode: approval.Mode(mode)}.Blocks(), nil
 }
 
 // SweepSessions deletes expired sessions.

@@ -77,10 +77,14 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 			return err
 		}
 		res.Tool = tool
-		// The same call sent again while pending gets the same item.
-		if a, ok, err := findPendingCall(ctx, tx, req, args.Digest); err != nil || ok {
-			res.Outcome, res.Approval = approval.Outcome{Verdict: approval.Pending}, &a
-			return err
+		// The same call sent again while pending gets the same item — unless
+		// the tool is blocked now: an admin's block wins over whatever was
+		// pending, so the decision order below denies it.
+		if !tool.Policy().Blocks() {
+			if a, ok, err := findPendingCall(ctx, tx, key, req, args.Digest); err != nil || ok {
+				res.Outcome, res.Approval = approval.Outcome{Verdict: approval.Pending}, &a
+				return err
+			}
 		}
 		in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
 			InPlaybookRun: req.PlaybookRunID != ""}
@@ -157,11 +161,14 @@ func useGrant(ctx context.Context, tx pgx.Tx, id int64, ev approval.AuditEvent) 
 	return RecordAudit(ctx, tx, ev)
 }
 
-func findPendingCall(ctx context.Context, tx pgx.Tx, req CheckRequest, digest string) (Approval, bool, error) {
+// findPendingCall finds the item of the same call still pending, sent by
+// the same API key: identifiers that another key sends never lead to this
+// key's item.
+func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, digest string) (Approval, bool, error) {
 	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
-		WHERE a.owner_subject = $1 AND a.conversation_id = $2 AND a.turn_id = $3 AND a.call_id = $4
-		  AND a.arguments_digest = $5 AND a.status = 'pending' AND a.expires_at > now()`,
-		req.User, req.ConversationID, req.TurnID, req.CallID, digest))
+		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.turn_id = $4 AND a.call_id = $5
+		  AND a.arguments_digest = $6 AND a.status = 'pending' AND a.expires_at > now()`,
+		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, digest))
 	if err != nil || len(list) == 0 {
 		return Approval{}, false, err
 	}

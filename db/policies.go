@@ -57,17 +57,24 @@ func toolByID(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Tool, error)
 }
 
 // Impact counts what a policy change would end: grants valid now, which
-// every change of the tool's policy version lapses.
+// every change of the tool's policy version lapses, and the calls in flight
+// that a block ends.
 type Impact struct {
 	AlwaysGrants       int
 	ConversationGrants int
 	PreApprovals       int // playbook pre-approvals
+	WaitingCalls       int // pending items: a block cancels them
+	ApprovedCalls      int // approved, not yet claimed: after a block they will not run
 }
 
 // Total is the number of approvals that would lapse.
 func (i Impact) Total() int { return i.AlwaysGrants + i.ConversationGrants + i.PreApprovals }
 
-// PolicyImpact counts the tool's standing grants that are valid now.
+// Calls is the number of calls in flight that a block ends.
+func (i Impact) Calls() int { return i.WaitingCalls + i.ApprovedCalls }
+
+// PolicyImpact counts the tool's standing grants that are valid now and its
+// calls in flight.
 func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 	var i Impact
 	err := d.Pool.QueryRow(ctx, `
@@ -75,6 +82,12 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 		FROM standing_grants g JOIN tools t ON t.id = g.tool_id
 		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval`,
 		toolID).Scan(&i.AlwaysGrants, &i.ConversationGrants)
+	if err != nil {
+		return i, translate("policy impact", err)
+	}
+	err = d.Pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE status = 'pending' AND expires_at > now()), count(*) FILTER (WHERE status = 'approved')
+		FROM approvals WHERE tool_id = $1 AND status IN ('pending', 'approved')`, toolID).Scan(&i.WaitingCalls, &i.ApprovedCalls)
 	if err != nil {
 		return i, translate("policy impact", err)
 	}
@@ -88,7 +101,11 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 // UpdatePolicy changes a tool's policy: the version goes up (so every
 // standing grant given under the old rules lapses at once), and the change
 // is audited with before and after, in one transaction. expectVersion, when
-// not zero, guards against saving over someone else's change.
+// not zero, guards against saving over someone else's change. When the new
+// mode blocks, the same transaction ends the tool's calls in flight: pending
+// items and approved ones not yet claimed become cancelled with
+// blocked_by_policy, each audited as cancelled by actor, and their waiters
+// wake (an admin's block wins over everything in flight).
 func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int64, expectVersion int, p approval.Policy) (Tool, error) {
 	var out Tool
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -108,13 +125,29 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
 			return err
 		}
+		// The items' rows are locked before any audit line is written, as
+		// every other writer does, so that no two wait on each other.
+		blocked := ending{status: approval.StatusCancelled, code: approval.CodeBlockedByPolicy,
+			action: approval.ActionCancelled, actor: actor, approved: true}
+		var ended []string
+		if p.Blocks() {
+			if ended, err = endItems(ctx, tx, blocked, `a.tool_id = $1`, toolID); err != nil {
+				return err
+			}
+		}
 		if err := lapsePreapprovals(ctx, tx, approval.LapsePolicy, `pa.tool_id = $1`, toolID); err != nil {
 			return err
 		}
-		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,
-			Connector: out.Connector, Tool: out.Name, Detail: map[string]any{
-				"before": policyDetail(before), "after": policyDetail(out),
-			}})
+		detail := map[string]any{"before": policyDetail(before), "after": policyDetail(out)}
+		if p.Blocks() {
+			detail["calls_stopped"] = len(ended)
+		}
+		if err := RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionPolicyChanged,
+			Connector: out.Connector, Tool: out.Name, Detail: detail}); err != nil {
+			return err
+		}
+		_, err = announceEnded(ctx, tx, blocked, ended)
+		return err
 	})
 	return out, translate("update policy", err)
 }

@@ -200,7 +200,8 @@ type cancelBody struct {
 	TurnID         string `json:"turn_id"`
 }
 
-// APITurnCancel cancels a stopped turn's pending items.
+// APITurnCancel ends a stopped turn's pending items and its approved items
+// not claimed yet.
 func (h *Handler) APITurnCancel(c echo.Context) error {
 	var b cancelBody
 	if err := decodeJSON(c, &b); err != nil {

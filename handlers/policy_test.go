@@ -24,8 +24,37 @@ func toolID(t *testing.T, e *testenv.Env, connector, name string) string {
 func toolVersion(t *testing.T, e *testenv.Env, id string) string {
 	t.Helper()
 	var v int
-	_ = e.DB.Pool.QueryRow(context.Background(), `SELECT policy_version FROM tools WHERE id = $1`, id).Scan(&v)
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT policy_version FROM tools WHERE id = $1`, id).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
 	return strconv.Itoa(v)
+}
+
+// mustDecide posts a decision that must succeed: a test that builds on it
+// must not go on after a refused decision.
+func mustDecide(t *testing.T, b *testenv.Browser, id, decision string) {
+	t.Helper()
+	if s, body := decide(b, id, decision); s != http.StatusSeeOther {
+		t.Fatalf("decide %s on %s: %d\n%s", decision, id, s, body)
+	}
+}
+
+// mustSavePolicy saves a policy change that must succeed.
+func mustSavePolicy(t *testing.T, admin *testenv.Browser, e *testenv.Env, id string, form url.Values) {
+	t.Helper()
+	if s, body := savePolicy(t, admin, e, id, form); s != http.StatusSeeOther {
+		t.Fatalf("save policy %v: %d\n%s", form, s, body)
+	}
+}
+
+// count runs a count query that must succeed.
+func count(t *testing.T, e *testenv.Env, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.DB.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // savePolicy posts the policy form as an admin, confirming if asked.
@@ -75,35 +104,30 @@ func TestPolicyScreen(t *testing.T) {
 	})
 
 	t.Run("TightenAfterAlwaysAllowPrompts", func(t *testing.T) {
-		decide(l.Member, l.pending(t, create("c1", `{"t":1}`)), "always")
+		mustDecide(t, l.Member, l.pending(t, create("c1", `{"t":1}`)), "always")
 		if out := l.check(t, create("c2", `{"t":2}`)); out["via"] != "always_allow" {
 			t.Fatal(out)
 		}
 		// Loosen to allow, then tighten again: the version decides.
-		if s, _ := savePolicy(t, admin, l.Env, id, url.Values{"mode": {"allow"}, "standing_approval": {"1"}}); s != http.StatusSeeOther {
-			t.Fatal(s)
-		}
+		mustSavePolicy(t, admin, l.Env, id, url.Values{"mode": {"allow"}, "standing_approval": {"1"}})
 		if out := l.check(t, create("c2", `{"t":3}`)); out["via"] != "policy" {
 			t.Fatal(out)
 		}
-		if s, _ := savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}}); s != http.StatusSeeOther {
-			t.Fatal(s)
-		}
+		mustSavePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}})
 		if out := l.check(t, create("c2", `{"t":4}`)); out["decision"] != "pending" {
 			t.Fatal("Always allow survived a policy change:", out)
 		}
-		var n int
-		_ = l.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE action = 'policy changed'
-			AND detail->'before'->>'mode' = 'allow' AND detail->'after'->>'mode' = 'require_approval'`).Scan(&n)
+		n := count(t, l.Env, `SELECT count(*) FROM audit_events WHERE action = 'policy changed'
+			AND detail->'before'->>'mode' = 'allow' AND detail->'after'->>'mode' = 'require_approval'`)
 		if n != 1 {
 			t.Fatalf("policy changed audit lines with before → after: %d", n)
 		}
 	})
 
 	t.Run("ImpactPreview", func(t *testing.T) {
-		decide(l.Member, l.pending(t, create("c4", `{"t":6}`)), "approve_conversation")
-		decide(l.Member, l.pending(t, create("c5", `{"t":7}`)), "approve_conversation")
-		decide(l.Member, l.pending(t, create("c3", `{"t":5}`)), "always")
+		mustDecide(t, l.Member, l.pending(t, create("c4", `{"t":6}`)), "approve_conversation")
+		mustDecide(t, l.Member, l.pending(t, create("c5", `{"t":7}`)), "approve_conversation")
+		mustDecide(t, l.Member, l.pending(t, create("c3", `{"t":5}`)), "always")
 		form := url.Values{"mode": {"block"}, "standing_approval": {"1"}, "action": {"save"}, "version": {toolVersion(t, l.Env, id)}}
 		resp, body := admin.PostForm("/admin/policies/"+id, form)
 		if resp.StatusCode != http.StatusOK || !regexp.MustCompile(`1 “Always allow” grant, 2 conversation grants and 0 playbook pre-approvals will lapse`).MatchString(body) {
@@ -122,22 +146,29 @@ func TestPolicyScreen(t *testing.T) {
 	})
 
 	t.Run("StandingApprovalRemovedAndRestored", func(t *testing.T) {
-		savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}})
-		decide(l.Member, l.pending(t, create("c6", `{"t":10}`)), "always")
-		savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}})
+		mustSavePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}})
+		mustDecide(t, l.Member, l.pending(t, create("c6", `{"t":10}`)), "always")
+		if out := l.check(t, create("c6", `{"t":13}`)); out["via"] != "always_allow" {
+			t.Fatal("the grant under test was not given:", out)
+		}
+		mustSavePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}})
 		out := l.check(t, create("c6", `{"t":11}`))
 		if out["decision"] != "pending" || len(out["approval"].(map[string]any)["available_decisions"].([]any)) != 2 {
 			t.Fatal(out)
 		}
-		savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}})
+		mustSavePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}})
 		if out := l.check(t, create("c6", `{"t":12}`)); out["decision"] != "pending" {
 			t.Fatal("old grant revived:", out)
 		}
 	})
 
 	t.Run("StaleFormRefused", func(t *testing.T) {
+		if toolVersion(t, l.Env, id) == "1" {
+			t.Fatal("the policy was never changed; a version-1 form is not stale")
+		}
 		form := url.Values{"mode": {"allow"}, "action": {"confirm"}, "version": {"1"}}
-		if resp, _ := admin.PostForm("/admin/policies/"+id, form); resp.StatusCode != http.StatusConflict {
+		if resp, body := admin.PostForm("/admin/policies/"+id, form); resp.StatusCode != http.StatusConflict ||
+			!strings.Contains(body, "Someone changed this tool") {
 			t.Fatal(resp.StatusCode)
 		}
 	})
@@ -195,8 +226,8 @@ func TestAutoApproveTab(t *testing.T) {
 		call["conversation_id"] = conv
 		return call
 	}
-	decide(l.Member, l.pending(t, c("create_event", "c1", `{"a":1}`)), "always")
-	decide(l.Member, l.pending(t, c("delete_message", "c1", `{"a":2}`)), "approve_conversation")
+	mustDecide(t, l.Member, l.pending(t, c("create_event", "c1", `{"a":1}`)), "always")
+	mustDecide(t, l.Member, l.pending(t, c("delete_message", "c1", `{"a":2}`)), "approve_conversation")
 	resp, body := l.Member.Get("/auto-approve")
 	if resp.StatusCode != http.StatusOK || strings.Count(body, `data-testid="grant-row"`) != 2 || !strings.Contains(body, "Calendar") || !strings.Contains(body, "Conversation c1") {
 		t.Fatalf("tab: %d", resp.StatusCode)
@@ -219,16 +250,16 @@ func TestAutoApproveTab(t *testing.T) {
 			t.Fatal(out)
 		}
 		var always string
-		_ = l.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM standing_grants WHERE conversation_id IS NULL`).Scan(&always)
+		if err := l.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM standing_grants WHERE conversation_id IS NULL`).Scan(&always); err != nil {
+			t.Fatal(err)
+		}
 		if resp, _ := l.Member.PostForm("/auto-approve/"+always+"/revoke", url.Values{}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatal(resp.StatusCode)
 		}
 		if out := l.check(t, c("create_event", "c9", `{"a":4}`)); out["decision"] != "pending" {
 			t.Fatal("revoked grant still used:", out)
 		}
-		var n int
-		_ = l.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE action = 'grant revoked'`).Scan(&n)
-		if n != 1 {
+		if n := count(t, l.Env, `SELECT count(*) FROM audit_events WHERE action = 'grant revoked'`); n != 1 {
 			t.Fatalf("revocation audit lines %d", n)
 		}
 	})

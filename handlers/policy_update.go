@@ -7,14 +7,16 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
 )
 
 // PolicyUpdate saves a tool's policy, or tests it against sample arguments
 // (action=test). A bad condition re-renders the form with the compiler's
-// message (422). When saving would end standing grants, the form first
-// shows how many, and saves only once that is confirmed (action=confirm).
+// message (422). When saving would end standing grants, or a block would end
+// calls in flight, the form first shows how many, and saves only once that
+// is confirmed (action=confirm).
 func (h *Handler) PolicyUpdate(c echo.Context) error {
 	ctx := c.Request().Context()
 	t, err := h.toolParam(c)
@@ -52,8 +54,8 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if impact.Total() > 0 {
-			f.Impact = &views.ImpactView{AlwaysGrants: impact.AlwaysGrants, ConversationGrants: impact.ConversationGrants, PreApprovals: impact.PreApprovals}
+		if iv := impactView(impact, p); iv.Total() > 0 || iv.Calls() > 0 {
+			f.Impact = &iv
 			return Render(c, http.StatusOK, views.PolicyEdit(f))
 		}
 	}
@@ -67,6 +69,16 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 	}
 	h.flash(c, fmt.Sprintf("Saved: %s now %s (policy version %d).", saved.DisplayName, strings.ToLower(modeWords(p.Mode)), saved.PolicyVersion), false)
 	return redirect(c, "/admin/policies")
+}
+
+// impactView is what saving p would end: the grants that lapse with any
+// change, and, when p blocks the tool, its calls in flight.
+func impactView(i db.Impact, p approval.Policy) views.ImpactView {
+	v := views.ImpactView{AlwaysGrants: i.AlwaysGrants, ConversationGrants: i.ConversationGrants, PreApprovals: i.PreApprovals}
+	if p.Blocks() {
+		v.WaitingCalls, v.ApprovedCalls = i.WaitingCalls, i.ApprovedCalls
+	}
+	return v
 }
 
 func modeWords(m approval.Mode) string {

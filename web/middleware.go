@@ -60,8 +60,10 @@ func sessionMiddleware(sm *scs.SessionManager) echo.MiddlewareFunc {
 }
 
 // loadUser puts the signed-in user, if any, and the session's CSRF token in
-// the request context.
-func loadUser(sm *scs.SessionManager, store *db.DB) echo.MiddlewareFunc {
+// the request context. The admin role is decided here, on every request,
+// from the admin list as configured now and the stored verified email, so
+// that removing someone from the list takes effect on their next request.
+func loadUser(sm *scs.SessionManager, store *db.DB, isAdminEmail func(string) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			ctx := c.Request().Context()
@@ -69,6 +71,7 @@ func loadUser(sm *scs.SessionManager, store *db.DB) echo.MiddlewareFunc {
 				u, err := store.UserByID(ctx, id)
 				switch {
 				case err == nil:
+					u.IsAdmin = u.EmailVerified && isAdminEmail(u.Email)
 					c.Set(handlers.CtxUser, &u)
 				case approval.KindOf(err) == approval.KindNotFound:
 					_ = sm.Destroy(ctx)

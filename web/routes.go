@@ -35,7 +35,7 @@ func (s *Server) routes() {
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
 	// Browser: session and CSRF on everything below.
-	browser := e.Group("", sessionMiddleware(s.Sessions), loadUser(s.Sessions, s.db), csrfProtect(s.cfg.BaseURL))
+	browser := e.Group("", sessionMiddleware(s.Sessions), loadUser(s.Sessions, s.db, s.cfg.IsAdminEmail), csrfProtect(s.cfg.BaseURL))
 
 	// Public browser routes, the only ones reachable signed out.
 	browser.GET("/signin", h.SignInPage)

@@ -123,6 +123,15 @@ func csrfProtect(base *url.URL) echo.MiddlewareFunc {
 	}
 }
 
+// noStore keeps browsers and proxies from storing responses that show calls,
+// admin data or the runtime API's answers.
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return next(c)
+	}
+}
+
 // sameHost accepts an Origin naming the host the request was sent to, for
 // deployments reached under more than one name.
 func sameHost(origin, host string) bool {

@@ -10,15 +10,17 @@ import (
 
 // User is a person who signed in through the identity provider.
 type User struct {
-	ID            int64     `db:"id"`
-	Issuer        string    `db:"issuer"`
-	Subject       string    `db:"subject"`
-	Email         string    `db:"email"`
-	EmailVerified bool      `db:"email_verified"`
-	Name          string    `db:"name"`
-	IsAdmin       bool      `db:"is_admin"`
-	CreatedAt     time.Time `db:"created_at"`
-	LastSeenAt    time.Time `db:"last_seen_at"`
+	ID            int64  `db:"id"`
+	Issuer        string `db:"issuer"`
+	Subject       string `db:"subject"`
+	Email         string `db:"email"`
+	EmailVerified bool   `db:"email_verified"`
+	Name          string `db:"name"`
+	// IsAdmin is decided on every request from the configured admin list
+	// and the verified email; it is not stored.
+	IsAdmin    bool      `db:"-"`
+	CreatedAt  time.Time `db:"created_at"`
+	LastSeenAt time.Time `db:"last_seen_at"`
 }
 
 // DisplayName is the name to show for u.
@@ -37,21 +39,22 @@ func (u User) Actor() approval.Actor {
 	return approval.Actor{Kind: approval.ActorUser, ID: u.Subject, Name: u.DisplayName()}
 }
 
-const userColumns = `id, issuer, subject, email, email_verified, name, is_admin, created_at, last_seen_at`
+const userColumns = `id, issuer, subject, email, email_verified, name, created_at, last_seen_at`
 
 // SignIn upserts the user identified by (issuer, subject) with the claims of
-// a verified ID token and records the sign-in, in one transaction.
+// a verified ID token and records the sign-in, in one transaction. u.IsAdmin
+// is only noted in the audit line: the role is decided per request.
 func (d *DB) SignIn(ctx context.Context, u User) (User, error) {
 	var out User
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			INSERT INTO users (issuer, subject, email, email_verified, name, is_admin)
-			VALUES ($1, $2, $3, $4, $5, $6)
+			INSERT INTO users (issuer, subject, email, email_verified, name)
+			VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (issuer, subject) DO UPDATE SET
 				email = EXCLUDED.email, email_verified = EXCLUDED.email_verified,
-				name = EXCLUDED.name, is_admin = EXCLUDED.is_admin, last_seen_at = now()
+				name = EXCLUDED.name, last_seen_at = now()
 			RETURNING `+userColumns,
-			u.Issuer, u.Subject, u.Email, u.EmailVerified, u.Name, u.IsAdmin)
+			u.Issuer, u.Subject, u.Email, u.EmailVerified, u.Name)
 		if err != nil {
 			return err
 		}
@@ -59,6 +62,7 @@ func (d *DB) SignIn(ctx context.Context, u User) (User, error) {
 		if err != nil {
 			return err
 		}
+		out.IsAdmin = u.IsAdmin // as decided for this sign-in, for the audit line
 		return RecordAudit(ctx, tx, approval.AuditEvent{
 			Actor: out.Actor(), Action: approval.ActionSignIn,
 			Detail: map[string]any{"admin": out.IsAdmin},

@@ -3,28 +3,29 @@ package handlers
 import (
 	"crypto/subtle"
 	"net/http"
-	"net/url"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
 )
 
-// Callback finishes the OIDC flow: the state must match a flow this session
-// started (and is used up), the code is exchanged with the PKCE verifier,
-// the ID token is verified and its nonce compared; then the user is upserted
-// and the session token renewed.
+// Callback finishes the OIDC flow: the state must name a flow this browser
+// started (it is used up whatever happens next), the code is exchanged with
+// the PKCE verifier, the ID token is verified and its nonce compared; then
+// the user is upserted and a session, under a fresh token, is created.
 func (h *Handler) Callback(c echo.Context) error {
 	ctx := c.Request().Context()
 	q := c.QueryParams()
-	flows := h.loginFlows(c)
-	flow, ok := flows[q.Get("state")]
-	if q.Get("state") != "" {
-		delete(flows, q.Get("state")) // single use, whatever happens next
-		h.saveLoginFlows(c, flows)
+	var browser string
+	if ck, err := c.Cookie(h.signInCookieName()); err == nil {
+		browser = ck.Value
 	}
-	if !ok {
-		return h.signInFailed(c, "unknown or reused state", "This sign-in link has expired or was already used. Please sign in again.")
+	flow, err := h.DB.TakeSignInFlow(ctx, q.Get("state"), browser)
+	if approval.KindOf(err) == approval.KindNotFound {
+		return h.signInFailed(c, "unknown, expired, reused or foreign state", "This sign-in link has expired or was already used. Please sign in again.")
+	} else if err != nil {
+		return err
 	}
 	if e := q.Get("error"); e != "" {
 		return h.signInFailed(c, "provider error: "+e, "The identity provider did not sign you in. Please try again.")
@@ -54,12 +55,10 @@ func (h *Handler) Callback(c echo.Context) error {
 	h.Sessions.Put(ctx, SessUserID, user.ID)
 	h.Sessions.Put(ctx, SessCSRF, randomToken())
 	h.Log.InfoContext(ctx, "sign-in", "user_id", user.ID, "subject", user.Subject, "admin", user.IsAdmin)
-	return redirect(c, flow.Next)
+	return redirect(c, SafeNext(flow.Next))
 }
 
 func (h *Handler) signInFailed(c echo.Context, why, message string) error {
 	h.Log.WarnContext(c.Request().Context(), "sign-in failed", "reason", why, "ip", c.RealIP())
 	return Render(c, http.StatusBadRequest, views.ErrorPage(h.Page(c, "Sign-in failed", ""), http.StatusBadRequest, "Sign-in failed", message))
 }
-
-func queryEscape(s string) string { return url.QueryEscape(s) }

@@ -68,18 +68,32 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	recheck := time.NewTicker(sessionRecheck)
+	defer recheck.Stop()
+	// The session is re-read before anything is sent: a stream must not
+	// outlive a sign-out, an expiry or a removed session.
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-h.Hub.Closed():
 			return nil
+		case <-recheck.C:
+			if h.sessionEnded(c) {
+				return nil
+			}
 		case <-tick.C:
+			if h.sessionEnded(c) {
+				return nil
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return nil
 			}
 			w.Flush()
 		case <-sub.C:
+			if h.sessionEnded(c) {
+				return nil
+			}
 			if known, err = h.sendChanges(c, known); err != nil {
 				if ctx.Err() == nil {
 					h.Log.WarnContext(ctx, "event stream", "err", err)

@@ -73,7 +73,6 @@ const (
 	SessUserID = "user_id"
 	SessCSRF   = "csrf"
 	SessFlash  = "flash"
-	SessFlows  = "oidc_flows"
 )
 
 // CurrentUser is the signed-in user, or nil.

@@ -63,15 +63,16 @@ func TestSignIn(t *testing.T) {
 		if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("nonce") == "" || q.Get("state") == "" {
 			t.Fatalf("authorization request lacks PKCE/nonce/state: %s", authURL)
 		}
-		before := cookieValue(b, "countersign_session")
+		if before := cookieValue(b, "countersign_session"); before != "" {
+			t.Fatalf("session created before sign-in: %q", before)
+		}
 		cb := authorize(t, b, authURL, "member")
 		resp, _ = b.Get(cb)
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
 			t.Fatalf("callback: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 		}
-		after := cookieValue(b, "countersign_session")
-		if before == "" || after == "" || before == after {
-			t.Fatalf("session token not renewed at sign-in: before %q after %q", before, after)
+		if cookieValue(b, "countersign_session") == "" {
+			t.Fatal("no session after sign-in")
 		}
 		resp, body := b.Get("/")
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, dev.DemoMember.Name) {
@@ -83,6 +84,21 @@ func TestSignIn(t *testing.T) {
 		}
 		if u.Issuer != e.IdP.Issuer() {
 			t.Fatalf("issuer %q", u.Issuer)
+		}
+	})
+
+	t.Run("OKTokenRenewedAtSignIn", func(t *testing.T) {
+		// A browser that already holds a session (here the sign-out's flash)
+		// gets a new token at sign-in: a session fixed before is worthless.
+		b := e.NewBrowser()
+		b.SignIn("member")
+		if resp, _ := b.PostForm("/auth/logout", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout: %d", resp.StatusCode)
+		}
+		before := cookieValue(b, "countersign_session")
+		b.SignIn("member")
+		if after := cookieValue(b, "countersign_session"); before == "" || after == "" || before == after {
+			t.Fatalf("session token not renewed at sign-in: before %q after %q", before, after)
 		}
 	})
 
@@ -209,25 +225,51 @@ func TestSessionCookieFlags(t *testing.T) {
 		e := testenv.NewEnv(t)
 		b := e.NewBrowser()
 		resp, _ := b.Get("/auth/login")
-		c := findCookie(resp, "countersign_session")
+		c := findCookie(resp, "countersign_signin")
+		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure || c.MaxAge <= 0 || c.MaxAge > 600 {
+			t.Fatalf("sign-in cookie flags: %+v", c)
+		}
+		authURL, _ := url.Parse(resp.Header.Get("Location"))
+		resp, _ = b.Get(authorize(t, b, authURL, "member"))
+		c = findCookie(resp, "countersign_session")
 		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure {
-			t.Fatalf("cookie flags: %+v", c)
+			t.Fatalf("session cookie flags: %+v", c)
 		}
 	})
 	t.Run("HTTPS", func(t *testing.T) {
 		e := testenv.NewEnv(t, func(c *web.Config) { c.BaseURL, _ = url.Parse("https://countersign.example.com") })
-		req, _ := http.NewRequest(http.MethodGet, e.BaseURL+"/auth/login", nil)
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
+		roundTrip := func(target string, cookies ...*http.Cookie) *http.Response {
+			req, _ := http.NewRequest(http.MethodGet, target, nil)
+			for _, c := range cookies {
+				req.AddCookie(c)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
 		}
-		resp.Body.Close()
-		c := findCookie(resp, "__Host-countersign_session")
-		if c == nil || !c.Secure || !c.HttpOnly || c.Path != "/" || c.Domain != "" {
-			t.Fatalf("https cookie: %+v", c)
+		resp := roundTrip(e.BaseURL + "/auth/login")
+		flow := findCookie(resp, "__Host-countersign_signin")
+		if flow == nil || !flow.Secure || !flow.HttpOnly || flow.Path != "/" || flow.Domain != "" {
+			t.Fatalf("https sign-in cookie: %+v", flow)
 		}
 		if resp.Header.Get("Strict-Transport-Security") == "" {
 			t.Fatal("no HSTS on https")
+		}
+		// Finish the sign-in against the plain listener behind the https name.
+		authURL, _ := url.Parse(resp.Header.Get("Location"))
+		q := authURL.Query()
+		q.Set("demo_user", "member")
+		authURL.RawQuery = q.Encode()
+		cb, _ := url.Parse(roundTrip(authURL.String()).Header.Get("Location"))
+		base, _ := url.Parse(e.BaseURL)
+		cb.Scheme, cb.Host = base.Scheme, base.Host
+		resp = roundTrip(cb.String(), &http.Cookie{Name: flow.Name, Value: flow.Value})
+		c := findCookie(resp, "__Host-countersign_session")
+		if resp.StatusCode != http.StatusSeeOther || c == nil || !c.Secure || !c.HttpOnly || c.Path != "/" || c.Domain != "" {
+			t.Fatalf("https session cookie: %d %+v", resp.StatusCode, c)
 		}
 	})
 }

@@ -45,6 +45,29 @@ func TestCSRF(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ErrTokenInQueryOnly", func(t *testing.T) {
+		// A token in the URL leaks through logs and Referer: only the POST
+		// body and the header count.
+		form := url.Values{"name": {"k3"}}
+		req, _ := http.NewRequest(http.MethodPost, e.BaseURL+"/admin/api-keys?csrf_token="+url.QueryEscape(token), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("Origin", e.BaseURL)
+		if resp, _ := b.Do(req); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("token in the query string accepted: %d", resp.StatusCode)
+		}
+	})
+	t.Run("OKMultipartBody", func(t *testing.T) {
+		var body strings.Builder
+		body.WriteString("--b\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\n" + token + "\r\n")
+		body.WriteString("--b\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nk4\r\n--b--\r\n")
+		req, _ := http.NewRequest(http.MethodPost, e.BaseURL+"/admin/api-keys", strings.NewReader(body.String()))
+		req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		if resp, _ := b.Do(req); resp.StatusCode != http.StatusOK {
+			t.Fatalf("token in a multipart body: %d", resp.StatusCode)
+		}
+	})
 	t.Run("ErrTokenOfAnotherSession", func(t *testing.T) {
 		other := e.NewBrowser()
 		other.SignIn("admin")

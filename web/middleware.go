@@ -60,8 +60,10 @@ func sessionMiddleware(sm *scs.SessionManager) echo.MiddlewareFunc {
 }
 
 // loadUser puts the signed-in user, if any, and the session's CSRF token in
-// the request context.
-func loadUser(sm *scs.SessionManager, store *db.DB) echo.MiddlewareFunc {
+// the request context. The admin role is decided here, on every request,
+// from the admin list as configured now and the stored verified email, so
+// that removing someone from the list takes effect on their next request.
+func loadUser(sm *scs.SessionManager, store *db.DB, isAdminEmail func(string) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			ctx := c.Request().Context()
@@ -69,6 +71,7 @@ func loadUser(sm *scs.SessionManager, store *db.DB) echo.MiddlewareFunc {
 				u, err := store.UserByID(ctx, id)
 				switch {
 				case err == nil:
+					u.IsAdmin = u.EmailVerified && isAdminEmail(u.Email)
 					c.Set(handlers.CtxUser, &u)
 				case approval.KindOf(err) == approval.KindNotFound:
 					_ = sm.Destroy(ctx)
@@ -89,7 +92,9 @@ func loadUser(sm *scs.SessionManager, store *db.DB) echo.MiddlewareFunc {
 
 // csrfProtect checks every state-changing browser request: it must not come
 // from another site (Sec-Fetch-Site / Origin), and it must carry the token
-// bound to this session, in the csrf_token form field or X-CSRF-Token.
+// bound to this session, in the csrf_token field of the POST body or the
+// X-CSRF-Token header. The URL query is never read: a token in a URL leaks
+// through logs and Referer.
 func csrfProtect(base *url.URL) echo.MiddlewareFunc {
 	origin := base.Scheme + "://" + base.Host
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -110,13 +115,22 @@ func csrfProtect(base *url.URL) echo.MiddlewareFunc {
 			want, _ := c.Get(handlers.CtxCSRF).(string)
 			got := r.Header.Get("X-CSRF-Token")
 			if got == "" {
-				got = c.FormValue("csrf_token")
+				got = r.PostFormValue("csrf_token")
 			}
 			if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 				return forbidden
 			}
 			return next(c)
 		}
+	}
+}
+
+// noStore keeps browsers and proxies from storing responses that show calls,
+// admin data or the runtime API's answers.
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "no-store")
+		return next(c)
 	}
 }
 

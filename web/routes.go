@@ -1,7 +1,9 @@
 package web
 
 import (
+	iofs "io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/countersign/countersign/static"
 	"github.com/labstack/echo/v4"
@@ -22,7 +24,7 @@ func (s *Server) routes() {
 	e.GET("/static/*", staticHandler())
 
 	// Runtime API.
-	api := e.Group("/api/v1", requireAPIKey(s.db))
+	api := e.Group("/api/v1", noStore, requireAPIKey(s.db))
 	api.PUT("/connectors/:connector", h.APIConnectorPut)
 	api.DELETE("/connectors/:connector", h.APIConnectorDelete)
 	api.POST("/tool-calls", h.APIToolCallCheck)
@@ -35,7 +37,7 @@ func (s *Server) routes() {
 	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
 
 	// Browser: session and CSRF on everything below.
-	browser := e.Group("", sessionMiddleware(s.Sessions), loadUser(s.Sessions, s.db), csrfProtect(s.cfg.BaseURL))
+	browser := e.Group("", sessionMiddleware(s.Sessions), noStore, loadUser(s.Sessions, s.db, s.cfg.IsAdminEmail), csrfProtect(s.cfg.BaseURL))
 
 	// Public browser routes, the only ones reachable signed out.
 	browser.GET("/signin", h.SignInPage)
@@ -74,9 +76,15 @@ func (s *Server) routes() {
 	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 }
 
+// staticHandler serves the embedded assets. Directories are not listed:
+// only a named file is served, anything else is 404.
 func staticHandler() echo.HandlerFunc {
 	fs := http.StripPrefix("/static/", http.FileServerFS(static.FS))
 	return func(c echo.Context) error {
+		name := strings.TrimPrefix(c.Request().URL.Path, "/static/")
+		if fi, err := iofs.Stat(static.FS, name); name == "" || err != nil || fi.IsDir() {
+			return echo.ErrNotFound
+		}
 		// Asset names carry their version, so they may be cached for long;
 		// app.css and app.js change with releases and are revalidated.
 		c.Response().Header().Set("Cache-Control", "public, max-age=300")

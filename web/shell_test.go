@@ -121,3 +121,70 @@ func TestAPIKeysPage(t *testing.T) {
 		t.Fatalf("audit: %s", actions)
 	}
 }
+
+// Pages and fragments for signed-in people, the event stream and the
+// runtime API are never stored by browsers or proxies.
+func TestNoStore(t *testing.T) {
+	e := testenv.NewEnv(t)
+	admin := e.NewBrowser()
+	admin.SignIn("admin")
+	for _, path := range []string{"/", "/auto-approve", "/playbooks", "/admin/policies", "/admin/audit",
+		"/admin/audit.csv", "/admin/audit/verify", "/admin/insights", "/admin/api-keys"} {
+		t.Run("Page"+path, func(t *testing.T) {
+			resp, _ := admin.Get(path)
+			if got := resp.Header.Get("Cache-Control"); got != "no-store" {
+				t.Fatalf("%s (%d): Cache-Control %q", path, resp.StatusCode, got)
+			}
+		})
+	}
+	t.Run("Fragment", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, e.BaseURL+"/", nil)
+		req.Header.Set("HX-Request", "true")
+		if resp, _ := admin.Do(req); resp.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("fragment: Cache-Control %q", resp.Header.Get("Cache-Control"))
+		}
+	})
+	t.Run("FormPost", func(t *testing.T) {
+		resp, _ := admin.PostForm("/admin/api-keys", url.Values{"name": {"k"}})
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("%d: Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+		}
+	})
+	t.Run("API", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, e.BaseURL+"/api/v1/approvals/00000000-0000-0000-0000-000000000000", nil)
+		req.Header.Set("Authorization", "Bearer "+e.APIKey())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("API (%d): Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+		}
+	})
+	t.Run("SignedOut", func(t *testing.T) {
+		resp, _ := e.NewBrowser().Get("/signin")
+		if resp.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("sign-in page: Cache-Control %q", resp.Header.Get("Cache-Control"))
+		}
+	})
+}
+
+func TestStaticFiles(t *testing.T) {
+	e := testenv.NewEnv(t)
+	b := e.NewBrowser()
+	for _, path := range []string{"/static/", "/static", "/static/.", "/static/%2e/", "/static/nothing.js", "/static/../go.mod"} {
+		t.Run("Err"+path, func(t *testing.T) {
+			resp, body := b.Get(path)
+			if resp.StatusCode != http.StatusNotFound || strings.Contains(body, `href="app.css"`) {
+				t.Fatalf("%s: %d, listing shown: %v", path, resp.StatusCode, strings.Contains(body, `href="app.css"`))
+			}
+		})
+	}
+	t.Run("OKFile", func(t *testing.T) {
+		resp, body := b.Get("/static/app.css")
+		if resp.StatusCode != http.StatusOK || body == "" || !strings.Contains(resp.Header.Get("Cache-Control"), "max-age") {
+			t.Fatalf("app.css: %d %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+		}
+	})
+}

@@ -80,8 +80,8 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 }
 
 // sweep expires pending items past their wait cap every second, and every
-// ten minutes removes expired sessions and argument previews past their
-// retention, until ctx ends.
+// ten minutes removes expired sessions, unfinished sign-ins past their
+// expiry and argument previews past their retention, until ctx ends.
 func sweep(ctx context.Context, store *db.DB, log *slog.Logger, retention time.Duration) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -101,6 +101,9 @@ func sweep(ctx context.Context, store *db.DB, log *slog.Logger, retention time.D
 			lastSessions = time.Now()
 			if _, err := store.SweepSessions(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("session sweep", "err", err)
+			}
+			if _, err := store.SweepSignInFlows(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("sign-in flow sweep", "err", err)
 			}
 			if n, err := store.RemoveOldPreviews(ctx, retention, 5000); err != nil && ctx.Err() == nil {
 				log.Warn("preview retention sweep", "err", err)

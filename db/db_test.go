@@ -3,12 +3,14 @@ package db_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"sync"
 	"testing"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/internal/testenv"
+	"github.com/countersign/countersign/migrations"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -58,8 +60,12 @@ func TestMigrateConcurrentlyOnce(t *testing.T) {
 		}
 		total += applied[i]
 	}
-	if total != int(db.KnownSchemaVersion()) {
-		t.Fatalf("migrations applied %d times in all, want each once (%d)", total, db.KnownSchemaVersion())
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != len(files) {
+		t.Fatalf("migrations applied %d times in all, want each once (%d)", total, len(files))
 	}
 	if n, err := db.Migrate(context.Background(), u); err != nil || n != 0 {
 		t.Fatalf("re-run applied %d (%v)", n, err)

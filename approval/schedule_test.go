@@ -30,6 +30,19 @@ func TestParseSchedule(t *testing.T) {
 	}
 }
 
+func TestCheckSchedule(t *testing.T) {
+	for in, want := range map[string]string{"": "", "  ": "", " 0 9  * * 1-5 ": "0 9 * * 1-5"} {
+		if got, err := CheckSchedule(in); err != nil || got != want {
+			t.Errorf("%q: %q %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"not a cron", "61 * * * *", "@daily", "TZ=UTC 0 9 * * *", "0 9 * * * *"} {
+		if got, err := CheckSchedule(bad); KindOf(err) != KindUnprocessable || got != "" {
+			t.Errorf("%q: %q %v", bad, got, err)
+		}
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	base := func() Definition {
 		return Definition{Name: "Weekly report", Instructions: "Summarise the week.", Settings: []byte(`{"tone":"brief","max":3}`),

@@ -104,3 +104,14 @@ func TestLapseReason(t *testing.T) {
 		}
 	}
 }
+
+func TestLapseCause(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range []string{LapsePolicy, LapseContent, LapseOwner} {
+		c := LapseCause(r)
+		if c == LapseCause("") || seen[c] {
+			t.Errorf("%q: cause %q is not its own", r, c)
+		}
+		seen[c] = true
+	}
+}

@@ -99,7 +99,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 		if _, body = l.Member.Get(page); !strings.Contains(body, `data-testid="playbook-state">Enabled`) {
 			t.Fatal("not enabled after approval")
 		}
-		if n := l.countRows(t, `SELECT count(*) FROM audit_events WHERE action = 'pre-approval granted'`); n != 2 {
+		if n := l.countPlaybookRows(t, `SELECT count(*) FROM audit_events WHERE action = 'pre-approval granted'`); n != 2 {
 			t.Fatalf("pre-approval audit lines %d (a tool used by two steps needs one approval)", n)
 		}
 	})
@@ -128,12 +128,12 @@ func TestPlaybookPreApproval(t *testing.T) {
 		if out := l.check(t, l.call("files", "delete_file", `{"p":2}`)); out["via"] != "always_allow" {
 			t.Fatal("the Always allow grant does not hold outside runs:", out)
 		}
-		before := l.countRows(t, `SELECT count(*) FROM approvals`)
+		before := l.countPlaybookRows(t, `SELECT count(*) FROM approvals`)
 		out = inRun("files", "delete_file", `{"p":2}`)
 		if out["decision"] != "deny" || out["code"] != "approval_unavailable" || !strings.Contains(out["message"].(string), "Weekly invoice digest") {
 			t.Fatal("pair not laid out:", out)
 		}
-		if after := l.countRows(t, `SELECT count(*) FROM approvals`); after != before {
+		if after := l.countPlaybookRows(t, `SELECT count(*) FROM approvals`); after != before {
 			t.Fatal("a run created a pending item")
 		}
 		if _, err := l.DB.SetToolPolicy(ctx, approval.SystemActor, "system", "run_command", approval.Policy{Mode: approval.ModeBlock}); err != nil {
@@ -158,7 +158,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 		def.Steps = append(def.Steps, approval.Step{ID: "tidy", Title: "Tidy", WorkType: approval.WorkType{ID: "files", Version: "1"},
 			Tools: []approval.Pair{{Connector: "files", Tool: "delete_file"}}})
 		l.putPlaybook(t, dev.DemoMember.Subject, def)
-		l.approve(t)
+		l.approvePlaybook(t)
 		inRun := func(run any) map[string]any {
 			c := l.call("files", "delete_file", `{"p":3}`)
 			c["playbook_run_id"] = run
@@ -176,7 +176,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 			t.Fatal("a later pre-approval widened a running run:", out)
 		}
 		l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())
-		l.approve(t)
+		l.approvePlaybook(t)
 	})
 
 	t.Run("LapseReasons", func(t *testing.T) {
@@ -187,7 +187,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 				t.Fatal("run after a lapse:", status, out)
 			}
 			rs := reasons(out)
-			l.approve(t)
+			l.approvePlaybook(t)
 			if status, out := l.startRun(t); status != http.StatusOK {
 				t.Fatal("re-approval did not restore runs:", status, out)
 			}
@@ -210,7 +210,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 			t.Fatal("moving a step lapsed the approvals")
 		}
 		contentLapses := func() int {
-			return l.countRows(t, `SELECT count(*) FROM audit_events WHERE action = 'pre-approval lapsed' AND detail->>'reason' = $1`, approval.LapseContent)
+			return l.countPlaybookRows(t, `SELECT count(*) FROM audit_events WHERE action = 'pre-approval lapsed' AND detail->>'reason' = $1`, approval.LapseContent)
 		}
 		before := contentLapses()
 		rs = lapse(func() {
@@ -253,8 +253,8 @@ func TestPlaybookPreApproval(t *testing.T) {
 	})
 }
 
-// countRows runs a count(*) query and fails the test if it cannot.
-func (l *loop) countRows(t *testing.T, sql string, args ...any) int {
+// countPlaybookRows runs a count(*) query and fails the test if it cannot.
+func (l *loop) countPlaybookRows(t *testing.T, sql string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := l.DB.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
@@ -263,16 +263,16 @@ func (l *loop) countRows(t *testing.T, sql string, args ...any) int {
 	return n
 }
 
-var tagRE = regexp.MustCompile(`<[^>]*>`)
+var htmlTagRE = regexp.MustCompile(`<[^>]*>`)
 
-// pageText is what a person reads on a page: no tags, entities decoded,
+// visibleText is what a person reads on a page: no tags, entities decoded,
 // whitespace collapsed.
-func pageText(body string) string {
-	return strings.Join(strings.Fields(html.UnescapeString(tagRE.ReplaceAllString(body, ""))), " ")
+func visibleText(body string) string {
+	return strings.Join(strings.Fields(html.UnescapeString(htmlTagRE.ReplaceAllString(body, ""))), " ")
 }
 
-// approve pre-approves the demo playbook's tools as the demo member.
-func (l *loop) approve(t *testing.T) {
+// approvePlaybook pre-approves the demo playbook's tools as the demo member.
+func (l *loop) approvePlaybook(t *testing.T) {
 	t.Helper()
 	resp, _ := l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{})
 	if resp.StatusCode != http.StatusSeeOther {
@@ -297,16 +297,16 @@ func TestPlaybookRefusedStartRecorded(t *testing.T) {
 	page := "/playbooks/" + dev.DemoPlaybookID
 	l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())
 	refusedRuns := func(code string) int {
-		return l.countRows(t, `SELECT count(*) FROM playbook_runs WHERE playbook_id = $1 AND refused_code = $2`, dev.DemoPlaybookID, code)
+		return l.countPlaybookRows(t, `SELECT count(*) FROM playbook_runs WHERE playbook_id = $1 AND refused_code = $2`, dev.DemoPlaybookID, code)
 	}
 	auditLines := func(action string) int {
-		return l.countRows(t, `SELECT count(*) FROM audit_events WHERE playbook_id = $1 AND action = $2`, dev.DemoPlaybookID, action)
+		return l.countPlaybookRows(t, `SELECT count(*) FROM audit_events WHERE playbook_id = $1 AND action = $2`, dev.DemoPlaybookID, action)
 	}
 	refusedRunID := func(t *testing.T, out map[string]any) string {
 		t.Helper()
 		e, _ := out["error"].(map[string]any)
 		id, _ := e["run_id"].(string)
-		if id == "" || l.countRows(t, `SELECT count(*) FROM playbook_runs WHERE id::text = $1 AND refused_code <> ''`, id) != 1 {
+		if id == "" || l.countPlaybookRows(t, `SELECT count(*) FROM playbook_runs WHERE id::text = $1 AND refused_code <> ''`, id) != 1 {
 			t.Fatalf("the refusal names no recorded run: %v", out)
 		}
 		return id
@@ -325,7 +325,7 @@ func TestPlaybookRefusedStartRecorded(t *testing.T) {
 			t.Fatalf("%d audit lines for the refused start", n)
 		}
 		_, body := l.Member.Get(page)
-		text := pageText(body)
+		text := visibleText(body)
 		if strings.Contains(text, "No runs yet") || !strings.Contains(text, "Refused at start: the playbook is disabled — enable it on this page.") {
 			t.Fatalf("the page does not show the refused start: %s", text)
 		}
@@ -355,7 +355,7 @@ func TestPlaybookRefusedStartRecorded(t *testing.T) {
 			t.Fatalf("%d run-started lines for one started run", n)
 		}
 		_, body := l.Member.Get(page)
-		text := pageText(body)
+		text := visibleText(body)
 		if !strings.Contains(text, "Refused at start: the pre-approval for Calendar · Create event lapsed because permission settings changed — open Enable to approve it again.") {
 			t.Fatalf("the page does not say why the run was refused and what to do: %s", text)
 		}
@@ -363,8 +363,8 @@ func TestPlaybookRefusedStartRecorded(t *testing.T) {
 		// The admin reads the same refusal, addressed to the owner.
 		admin := l.NewBrowser()
 		admin.SignIn("admin")
-		if _, body := admin.Get(page); !strings.Contains(pageText(body), "lapsed because permission settings changed — its owner approves it again with Enable on this page.") {
-			t.Fatalf("the admin's page does not show the refused start: %s", pageText(body))
+		if _, body := admin.Get(page); !strings.Contains(visibleText(body), "lapsed because permission settings changed — its owner approves it again with Enable on this page.") {
+			t.Fatalf("the admin's page does not show the refused start: %s", visibleText(body))
 		}
 
 		// A refused run's id runs nothing, not even a tool policy allows.
@@ -392,11 +392,11 @@ func TestPlaybookRefusedStartRevoked(t *testing.T) {
 	if status != http.StatusConflict || errCode(out) != "PLAYBOOK_TOOL_APPROVAL_REQUIRED" {
 		t.Fatal(status, out)
 	}
-	if n := l.countRows(t, `SELECT count(*) FROM playbook_runs WHERE refused_code = 'PLAYBOOK_TOOL_APPROVAL_REQUIRED'`); n != 1 {
+	if n := l.countPlaybookRows(t, `SELECT count(*) FROM playbook_runs WHERE refused_code = 'PLAYBOOK_TOOL_APPROVAL_REQUIRED'`); n != 1 {
 		t.Fatalf("%d refused runs recorded", n)
 	}
 	_, body := l.Member.Get(page)
-	if text := pageText(body); !strings.Contains(text, "Refused at start: Calendar · Create event is not pre-approved — open Enable to approve it.") {
+	if text := visibleText(body); !strings.Contains(text, "Refused at start: Calendar · Create event is not pre-approved — open Enable to approve it.") {
 		t.Fatalf("the page does not show the refused start: %s", text)
 	}
 }
@@ -417,13 +417,13 @@ func TestPlaybookScheduleValidated(t *testing.T) {
 
 	t.Run("DialogThenSchedule", func(t *testing.T) {
 		resp, body := l.Member.PostForm(page+"/approve", url.Values{"then": {"schedule"}, "schedule": {"not a cron"}})
-		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(pageText(body), "That schedule is not a cron expression") {
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(visibleText(body), "That schedule is not a cron expression") {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
 		if s, enabled := stored(); s != "" || enabled {
 			t.Fatalf("stored schedule %q, enabled %v", s, enabled)
 		}
-		if n := l.countRows(t, `SELECT count(*) FROM playbook_preapprovals`); n != 0 {
+		if n := l.countPlaybookRows(t, `SELECT count(*) FROM playbook_preapprovals`); n != 0 {
 			t.Fatalf("%d pre-approvals granted by a refused form", n)
 		}
 	})
@@ -477,7 +477,7 @@ func TestPlaybookRefusalOutsideDefinition(t *testing.T) {
 		t.Fatal("blocked tool:", out)
 	}
 	_, body := l.Member.Get(page)
-	text := pageText(body)
+	text := visibleText(body)
 	want := "Refused Files · Upload file (approval_unavailable) — this tool is not part of the playbook's definition. " +
 		"To let runs use it, add a step using files · upload_file to the definition, sync it with PUT /api/v1/playbooks/" +
 		dev.DemoPlaybookID + ", then approve it here."

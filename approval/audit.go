@@ -47,6 +47,7 @@ const (
 	ActionPreapprovalRevoked   = "pre-approval revoked"
 	ActionPreapprovalLapsed    = "pre-approval lapsed"
 	ActionRunStarted           = "playbook run started"
+	ActionRunRefused           = "playbook run refused"
 	ActionRefusedInRun         = "refused in unattended run"
 	ActionAllowedByPreapproval = "allowed by pre-approval"
 )
@@ -72,6 +73,6 @@ var AllActions = []string{
 	ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionBlockedRepeated,
 	ActionBlockedByPolicy, ActionGrantRevoked, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
-	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted,
+	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionSignIn, ActionSignOut,
 }

@@ -39,6 +39,7 @@ type CheckInput struct {
 	Condition          ConditionResult
 	InPlaybookRun      bool
 	PreApproved        bool // the pair was laid out for this run
+	RunRefused         bool // the run was refused at start, or is unknown: it runs nothing
 	RejectionsThisTurn int  // explicit rejections of this tool+digest in this turn since the last approval
 	DeniedThreshold    int
 	ConversationGrant  bool // a valid conversation grant exists
@@ -53,7 +54,8 @@ type Outcome struct {
 }
 
 // Evaluate applies the check's decision order:
-// blocked → deny; in a playbook run → pre-approved or deny, never prompt;
+// blocked → deny; in a playbook run → deny if the run was refused at start,
+// else pre-approved or deny, never prompt;
 // allowed by policy (or the condition is false) → allow; rejected too often
 // in this turn → deny; conversation grant → allow; "Always allow" → allow;
 // otherwise a person decides.
@@ -71,6 +73,9 @@ func Evaluate(in CheckInput) Outcome {
 		needsApproval = true // a condition result without a condition is a caller bug: ask
 	}
 	if in.InPlaybookRun {
+		if in.RunRefused {
+			return Outcome{Verdict: Deny, Code: CodeApprovalUnavailable}
+		}
 		if !needsApproval {
 			return Outcome{Verdict: Allow, Via: ViaPolicy}
 		}

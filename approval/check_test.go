@@ -21,6 +21,8 @@ func TestEvaluate(t *testing.T) {
 		{"AllowedByPolicy", CheckInput{Policy: Policy{Mode: ModeAllow}}, Outcome{Verdict: Allow, Via: ViaPolicy}},
 		{"RunPreApproved", CheckInput{Policy: ask, InPlaybookRun: true, PreApproved: true}, Outcome{Verdict: Allow, Via: ViaPreapproval}},
 		{"RunNotPreApprovedNeverPrompts", CheckInput{Policy: ask, InPlaybookRun: true, AlwaysGrant: true, ConversationGrant: true}, Outcome{Verdict: Deny, Code: CodeApprovalUnavailable}},
+		{"RefusedRunRunsNothing", CheckInput{Policy: Policy{Mode: ModeAllow}, InPlaybookRun: true, RunRefused: true}, Outcome{Verdict: Deny, Code: CodeApprovalUnavailable}},
+		{"BlockedInRefusedRun", CheckInput{Policy: Policy{Mode: ModeBlock}, InPlaybookRun: true, RunRefused: true}, Outcome{Verdict: Deny, Code: CodeBlockedByPolicy}},
 		{"RunAllowedTool", CheckInput{Policy: Policy{Mode: ModeAllow}, InPlaybookRun: true}, Outcome{Verdict: Allow, Via: ViaPolicy}},
 		{"ConditionFalseAllows", CheckInput{Policy: cond, Condition: ConditionFalse}, Outcome{Verdict: Allow, Via: ViaPolicy}},
 		{"ConditionTrueAsks", CheckInput{Policy: cond, Condition: ConditionTrue}, Outcome{Verdict: Pending}},

@@ -161,6 +161,23 @@ const (
 	LapseOwner   = "Owner changed — previous approval expired"
 )
 
+// LapseCause is why a pre-approval lapsed, as the end of a sentence
+// ("… lapsed because permission settings changed").
+func LapseCause(reason string) string {
+	switch reason {
+	case LapsePolicy:
+		return "permission settings changed"
+	case LapseContent:
+		return "the playbook's content changed"
+	case LapseOwner:
+		return "the owner changed"
+	}
+	return "what it was given under changed"
+}
+
+// CodePlaybookDisabled refuses a run of a playbook that is not enabled.
+const CodePlaybookDisabled = "playbook_disabled"
+
 // PreApprovalPremises are what a pre-approval was given under, or what
 // holds now.
 type PreApprovalPremises struct {

@@ -13,16 +13,35 @@ import (
 // day-of-month month day-of-week, UTC) and returns it described in words
 // with its next run after now.
 func ParseSchedule(expr string, now time.Time) (string, error) {
+	expr, sched, err := parseCron(expr)
+	if err != nil {
+		return "", err
+	}
+	next := sched.Next(now.UTC())
+	return describeCron(expr) + " (UTC) — next run " + next.Format("Mon Jan 2, 15:04 UTC"), nil
+}
+
+// CheckSchedule returns expr with its whitespace normalised, the form in
+// which a schedule is stored, or an error (KindUnprocessable) when it is not
+// a five-field cron expression. An empty schedule (none) is valid.
+func CheckSchedule(expr string) (string, error) {
+	if strings.TrimSpace(expr) == "" {
+		return "", nil
+	}
+	expr, _, err := parseCron(expr)
+	return expr, err
+}
+
+func parseCron(expr string) (string, cron.Schedule, error) {
 	expr = strings.Join(strings.Fields(expr), " ")
 	sched, err := cron.ParseStandard(expr)
 	if err != nil || strings.HasPrefix(expr, "@") || strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		if err == nil {
 			err = fmt.Errorf("use five fields: minute hour day-of-month month day-of-week")
 		}
-		return "", Errorf(KindUnprocessable, CodeInvalidRequest, "That schedule is not a cron expression Countersign understands: %v.", err)
+		return "", nil, Errorf(KindUnprocessable, CodeInvalidRequest, "That schedule is not a cron expression Countersign understands: %v.", err)
 	}
-	next := sched.Next(now.UTC())
-	return describeCron(expr) + " (UTC) — next run " + next.Format("Mon Jan 2, 15:04 UTC"), nil
+	return expr, sched, nil
 }
 
 var weekdays = []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}

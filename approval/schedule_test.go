@@ -30,6 +30,19 @@ func TestParseSchedule(t *testing.T) {
 	}
 }
 
+func TestCheckSchedule(t *testing.T) {
+	for in, want := range map[string]string{"": "", "  ": "", " 0 9  * * 1-5 ": "0 9 * * 1-5"} {
+		if got, err := CheckSchedule(in); err != nil || got != want {
+			t.Errorf("%q: %q %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"not a cron", "61 * * * *", "@daily", "TZ=UTC 0 9 * * *", "0 9 * * * *"} {
+		if got, err := CheckSchedule(bad); KindOf(err) != KindUnprocessable || got != "" {
+			t.Errorf("%q: %q %v", bad, got, err)
+		}
+	}
+}
+
 func TestFingerprint(t *testing.T) {
 	base := func() Definition {
 		return Definition{Name: "Weekly report", Instructions: "Summarise the week.", Settings: []byte(`{"tone":"brief","max":3}`),
@@ -89,5 +102,16 @@ func TestLapseReason(t *testing.T) {
 		if got := LapseReason(given, c.now); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.now, got, c.want)
 		}
+	}
+}
+
+func TestLapseCause(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range []string{LapsePolicy, LapseContent, LapseOwner} {
+		c := LapseCause(r)
+		if c == LapseCause("") || seen[c] {
+			t.Errorf("%q: cause %q is not its own", r, c)
+		}
+		seen[c] = true
 	}
 }

@@ -38,8 +38,9 @@ func (h *Handler) APIPlaybookPut(c echo.Context) error {
 }
 
 // approvalRequired answers a refused enable or run: 409 with the code and
-// each pair with why it needs the owner's approval.
-func approvalRequired(c echo.Context, err error) (bool, error) {
+// each pair with why it needs the owner's approval; runID names the
+// recorded refused run, when there is one.
+func approvalRequired(c echo.Context, err error, runID string) (bool, error) {
 	var are *db.ApprovalRequiredError
 	if !errors.As(err, &are) {
 		return false, err
@@ -52,28 +53,45 @@ func approvalRequired(c echo.Context, err error) (bool, error) {
 		}
 		pairs = append(pairs, map[string]any{"connector": p.Connector, "tool": p.Tool, "reason": reason, "steps": p.Steps})
 	}
-	return true, c.JSON(http.StatusConflict, map[string]any{"error": map[string]any{
+	body := map[string]any{
 		"code":    string(approval.CodePlaybookApproval),
 		"message": "The playbook " + are.Playbook + " uses tools that need its owner's approval before it can be enabled, scheduled or run. The owner approves them on the playbook's page.",
 		"pairs":   pairs,
-	}})
+	}
+	if runID != "" {
+		body["run_id"] = runID
+	}
+	return true, c.JSON(http.StatusConflict, map[string]any{"error": body})
 }
 
 // APIPlaybookEnable enables a playbook, or refuses with
 // PLAYBOOK_TOOL_APPROVAL_REQUIRED and the pairs.
 func (h *Handler) APIPlaybookEnable(c echo.Context) error {
 	p, err := h.DB.SetPlaybookState(c.Request().Context(), CurrentAPIKey(c).Actor(), "", c.Param("id"), true, nil)
-	if handled, err := approvalRequired(c, err); handled || err != nil {
+	if handled, err := approvalRequired(c, err, ""); handled || err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"id": p.ID, "enabled": true})
 }
 
-// APIPlaybookRun starts a run and lays out its pre-approved pairs.
+// APIPlaybookRun starts a run and lays out its pre-approved pairs. A
+// refused start is answered 409 with its code and the run_id under which
+// the refusal was recorded (that run runs nothing).
 func (h *Handler) APIPlaybookRun(c echo.Context) error {
 	run, err := h.DB.StartRun(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"))
-	if handled, err := approvalRequired(c, err); handled || err != nil {
+	var refused *db.RunRefusedError
+	if !errors.As(err, &refused) {
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"run_id": run.ID, "preapproved": run.Preapproved})
+	}
+	if handled, err := approvalRequired(c, refused.Err, refused.RunID); handled {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"run_id": run.ID, "preapproved": run.Preapproved})
+	e := approval.AsError(refused.Err)
+	if e == nil {
+		return refused.Err
+	}
+	return c.JSON(http.StatusConflict, map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "run_id": refused.RunID}})
 }

@@ -77,6 +77,10 @@ func TestAuditScenario(t *testing.T) {
 	mailID := toolID(t, l.Env, "mail", "send_email")
 	savePolicy(t, admin, l.Env, mailID, url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}, "condition": {"size(args.to) > 0"}}) // policy changed, pre-approval lapsed
 	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/disable", url.Values{})                                                                  // playbook disabled
+	// playbook run refused (disabled):
+	if status, _ := l.startRun(t); status != http.StatusConflict {
+		t.Fatal("run of a disabled playbook:", status)
+	}
 	d2 := dev.DemoPlaybook()
 	d2.Instructions = "changed"
 	l.putPlaybook(t, dev.DemoMember.Subject, d2)                                   // playbook updated
@@ -92,7 +96,7 @@ func TestAuditScenario(t *testing.T) {
 		"approved for conversation": 1, "auto-approved by conversation grant": 1, "always allowed": 1,
 		"auto-approved by Always allow": 1, "rejected": 2, "blocked after repeated rejections": 1, "expired": 1,
 		"cancelled": 1, "grant revoked": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
-		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "allowed by pre-approval": 1,
+		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/dev"
 )
 
 func TestStandingGrants(t *testing.T) {
@@ -94,9 +95,25 @@ func TestStandingGrants(t *testing.T) {
 
 	t.Run("GrantsNeverInPlaybookRuns", func(t *testing.T) {
 		id := l.pending(t, in("conv-e", `{"t":14}`))
-		decide(l.Member, id, "always")
+		if status, _ := decide(l.Member, id, "always"); status != http.StatusSeeOther {
+			t.Fatal("always allow:", status)
+		}
+		if out := l.check(t, in("conv-f", `{"t":16}`)); out["via"] != "always_allow" {
+			t.Fatal("the grant does not hold outside runs:", out)
+		}
+		// A started run of a playbook that needs no approval: only the rule
+		// under test can refuse the call, not an unknown or refused run.
+		l.putPlaybook(t, dev.DemoMember.Subject, approval.Definition{Name: "Read mail", Steps: []approval.Step{{ID: "s", Title: "Search",
+			WorkType: approval.WorkType{ID: "search", Version: "1"}, Tools: []approval.Pair{{Connector: "mail", Tool: "search_messages"}}}}})
+		if status, out := l.enableAPI(t); status != http.StatusOK {
+			t.Fatal(status, out)
+		}
+		status, run := l.startRun(t)
+		if status != http.StatusOK {
+			t.Fatal(status, run)
+		}
 		c := in("conv-e", `{"t":15}`)
-		c["playbook_run_id"] = "00000000-0000-4000-8000-000000000001" // well-formed; no such run
+		c["playbook_run_id"] = run["run_id"]
 		if out := l.check(t, c); out["decision"] != "deny" || out["code"] != "approval_unavailable" {
 			t.Fatal(out)
 		}

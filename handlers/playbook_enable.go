@@ -26,18 +26,28 @@ func (h *Handler) PlaybookDisable(c echo.Context) error {
 // PlaybookSchedule sets the owner's playbook's schedule (a cron expression,
 // validated and shown in words); an empty one clears it.
 func (h *Handler) PlaybookSchedule(c echo.Context) error {
-	expr := strings.Join(strings.Fields(c.FormValue("schedule")), " ")
-	if expr != "" {
-		if _, err := approval.ParseSchedule(expr, h.Now()); err != nil {
-			v, verr := h.playbookView(c)
-			if verr != nil {
-				return verr
-			}
-			v.ScheduleInput, v.ScheduleError = expr, approval.AsError(err).Message
-			return Render(c, http.StatusUnprocessableEntity, views.Playbook(v))
-		}
+	expr, handled, err := h.formSchedule(c)
+	if handled {
+		return err
 	}
 	return h.setPlaybookState(c, "schedule", expr != "", &expr)
+}
+
+// formSchedule reads the form's schedule, normalised. One that is not a
+// cron expression is answered here (handled): the page again with the
+// input and the message, 422, and nothing stored.
+func (h *Handler) formSchedule(c echo.Context) (expr string, handled bool, err error) {
+	raw := c.FormValue("schedule")
+	expr, invalid := approval.CheckSchedule(raw)
+	if invalid == nil {
+		return expr, false, nil
+	}
+	v, err := h.playbookView(c)
+	if err != nil {
+		return "", true, err
+	}
+	v.ScheduleInput, v.ScheduleError = strings.Join(strings.Fields(raw), " "), approval.AsError(invalid).Message
+	return "", true, Render(c, http.StatusUnprocessableEntity, views.Playbook(v))
 }
 
 // setPlaybookState changes the signed-in owner's playbook; schedule nil
@@ -84,14 +94,24 @@ func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, 
 
 // PlaybookApprove records the owner's pre-approval of every tool the
 // playbook needs, then goes through with the enable or schedule that asked.
+// A schedule that is not a cron expression is refused before anything is
+// approved or stored.
 func (h *Handler) PlaybookApprove(c echo.Context) error {
+	then := c.FormValue("then")
+	var schedule string
+	if then == "schedule" {
+		expr, handled, err := h.formSchedule(c)
+		if handled {
+			return err
+		}
+		schedule = expr
+	}
 	if _, err := h.DB.PreApprove(c.Request().Context(), *CurrentUser(c), c.Param("id")); err != nil {
 		return err
 	}
-	switch c.FormValue("then") {
+	switch then {
 	case "schedule":
-		schedule := strings.TrimSpace(c.FormValue("schedule"))
-		return h.setPlaybookState(c, "schedule", true, &schedule)
+		return h.setPlaybookState(c, "schedule", schedule != "", &schedule)
 	case "enable":
 		return h.setPlaybookState(c, "enable", true, nil)
 	}

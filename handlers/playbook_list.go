@@ -11,21 +11,16 @@ import (
 
 // PlaybookList shows the user's playbooks; admins see everyone's.
 func (h *Handler) PlaybookList(c echo.Context) error {
-	ctx := c.Request().Context()
 	u := CurrentUser(c)
-	list, err := h.DB.ListPlaybooks(ctx, u.Subject, u.IsAdmin)
+	list, err := h.DB.ListPlaybooks(c.Request().Context(), u.Subject, u.IsAdmin)
 	if err != nil {
 		return err
 	}
 	v := views.PlaybooksView{Page: h.Page(c, "Playbooks", "playbooks"), AllUsers: u.IsAdmin}
 	for _, p := range list {
-		_, pairs, err := h.DB.PlaybookWithPairs(ctx, p.ID)
-		if err != nil {
-			return err
-		}
 		row := views.PlaybookRow{ID: p.ID, Name: p.Name, Owner: p.OwnerName, IsOwner: p.OwnerSubject == u.Subject,
 			Enabled: p.Enabled, ScheduleWords: scheduleWords(p.Schedule, h.Now())}
-		for _, s := range pairs {
+		for _, s := range p.Pairs {
 			if s.Required() {
 				row.Required++
 			}

@@ -49,14 +49,35 @@ func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 		v.Pairs = append(v.Pairs, pairView(s))
 		v.NeedsApproval = v.NeedsApproval || s.Missing()
 	}
-	for _, r := range runs {
-		row := views.RunRow{ID: r.ID, StartedAt: r.StartedAt}
-		for _, f := range r.Refusals {
-			row.Refusals = append(row.Refusals, views.RefusalRow{Tool: f.Tool, CallID: f.CallID, Code: f.Code})
-		}
-		v.Runs = append(v.Runs, row)
-	}
+	v.Runs = runRows(p.Definition, runs)
 	return v, nil
+}
+
+// runRows shows recent runs with what to do about each refusal: a refused
+// start names the playbook's state or each tool's lapse; a refused call of
+// a tool no step uses says how to add it to the definition.
+func runRows(def approval.Definition, runs []db.RunView) []views.RunRow {
+	inDefinition := map[approval.Pair]bool{}
+	for _, p := range def.Pairs() {
+		inDefinition[p] = true
+	}
+	rows := make([]views.RunRow, 0, len(runs))
+	for _, r := range runs {
+		row := views.RunRow{ID: r.ID, StartedAt: r.StartedAt, RefusedCode: r.RefusedCode}
+		for _, p := range r.RefusedPairs {
+			sr := views.StartRefusalRow{Tool: p.Label}
+			if p.Reason != "" {
+				sr.Cause = approval.LapseCause(p.Reason)
+			}
+			row.RefusedPairs = append(row.RefusedPairs, sr)
+		}
+		for _, f := range r.Refusals {
+			row.Refusals = append(row.Refusals, views.RefusalRow{Tool: f.Label, CallID: f.CallID, Code: f.Code,
+				Pair: f.Pair.String(), OutsideDefinition: !inDefinition[f.Pair]})
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 func pairView(s db.PairState) views.PairView {

@@ -1,0 +1,166 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// Run is a started playbook run.
+type Run struct {
+	ID          string
+	PlaybookID  string
+	Preapproved []approval.Pair
+}
+
+// RunRefusedError is a run refused at start. The refusal is recorded as
+// run RunID, which runs nothing; Err is the refusal itself: an
+// *approval.Error (playbook_disabled) or an *ApprovalRequiredError.
+type RunRefusedError struct {
+	RunID string
+	Err   error
+}
+
+func (e *RunRefusedError) Error() string {
+	return "run " + e.RunID + " refused at start: " + e.Err.Error()
+}
+
+// Unwrap returns the refusal.
+func (e *RunRefusedError) Unwrap() error { return e.Err }
+
+// RefusedPair is a pair that lacked a valid pre-approval when a run was
+// refused at start, and why ("" if it was never given or was revoked).
+type RefusedPair struct {
+	approval.Pair
+	Label  string `json:"label"`
+	Reason string `json:"reason"`
+}
+
+// StartRun lays out the pairs whose pre-approval is valid now. A disabled
+// playbook, or one with a required pair lacking approval, is refused with a
+// *RunRefusedError; the refusal is still committed, as a run that lays out
+// nothing with its code and one audit line, so that it shows on the
+// playbook's page.
+func (d *DB) StartRun(ctx context.Context, key APIKey, id string) (Run, error) {
+	var run Run
+	var refused *RunRefusedError
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		run, refused = Run{}, nil
+		p, err := getPlaybook(ctx, tx, id, false)
+		if err != nil {
+			return err
+		}
+		states, err := pairStates(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		var refusal error
+		m := missing(states)
+		switch {
+		case !p.Enabled:
+			refusal = approval.Errorf(approval.KindConflict, approval.CodePlaybookDisabled, "The playbook %q is not enabled, so it cannot run.", p.Name)
+		case len(m) > 0:
+			refusal = &ApprovalRequiredError{Playbook: p.Name, Pairs: m}
+		}
+		if refusal != nil {
+			runID, err := recordRefusedStart(ctx, tx, key, p, refusal, m)
+			refused = &RunRefusedError{RunID: runID, Err: refusal}
+			return err
+		}
+		ids := []int64{}
+		run = Run{PlaybookID: id, Preapproved: []approval.Pair{}}
+		for _, s := range states {
+			if s.Required() && s.Valid {
+				ids = append(ids, s.ToolID)
+				run.Preapproved = append(run.Preapproved, s.Pair)
+			}
+		}
+		if err := tx.QueryRow(ctx, `INSERT INTO playbook_runs (playbook_id, fingerprint, preapproved) VALUES ($1, $2, $3) RETURNING id::text`,
+			id, p.Fingerprint, ids).Scan(&run.ID); err != nil {
+			return err
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: key.Actor(), Action: approval.ActionRunStarted, PlaybookID: id, RunID: run.ID,
+			Detail: map[string]any{"preapproved": len(ids)}})
+	})
+	if err != nil {
+		return Run{}, translate("start run", err)
+	}
+	if refused != nil {
+		return Run{}, refused
+	}
+	return run, nil
+}
+
+// recordRefusedStart records a run refused at start: its code, the pairs
+// that lacked approval, and one audit line. It lays out nothing.
+func recordRefusedStart(ctx context.Context, tx pgx.Tx, key APIKey, p Playbook, refusal error, m []PairState) (string, error) {
+	code := string(approval.CodePlaybookApproval)
+	pairs := []RefusedPair{}
+	if e := approval.AsError(refusal); e != nil {
+		code = e.Code
+	} else {
+		for _, s := range m {
+			pairs = append(pairs, RefusedPair{Pair: s.Pair, Label: s.Label(), Reason: s.LapseReason})
+		}
+	}
+	var runID string
+	if err := tx.QueryRow(ctx, `INSERT INTO playbook_runs (playbook_id, fingerprint, preapproved, refused_code, refused_pairs)
+		VALUES ($1, $2, '{}', $3, $4) RETURNING id::text`, p.ID, p.Fingerprint, code, pairs).Scan(&runID); err != nil {
+		return "", err
+	}
+	return runID, RecordAudit(ctx, tx, approval.AuditEvent{Actor: key.Actor(), Action: approval.ActionRunRefused, PlaybookID: p.ID,
+		RunID: runID, Detail: map[string]any{"code": code, "tools": len(pairs)}})
+}
+
+// runFacts is what the check needs of a run: whether the tool was laid
+// out, whether the run runs nothing (refused at start, or unknown), and
+// the playbook's name for the model's message.
+func runFacts(ctx context.Context, tx pgx.Tx, runID string, toolID int64) (preapproved, refused bool, playbook, playbookID string, err error) {
+	var ids []int64
+	var code string
+	err = tx.QueryRow(ctx, `SELECT r.preapproved, r.refused_code, p.name, p.id FROM playbook_runs r JOIN playbooks p ON p.id = r.playbook_id
+		WHERE r.id::text = $1`, runID).Scan(&ids, &code, &playbook, &playbookID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, true, "", "", nil // an unknown run lays out nothing and runs nothing
+	}
+	return slices.Contains(ids, toolID), code != "", playbook, playbookID, err
+}
+
+// RunView is a recent run: refused at start (RefusedCode, and for
+// PLAYBOOK_TOOL_APPROVAL_REQUIRED the pairs), or started, with the calls it
+// was refused.
+type RunView struct {
+	ID           string        `db:"id"`
+	StartedAt    time.Time     `db:"started_at"`
+	RefusedCode  string        `db:"refused_code"`
+	RefusedPairs []RefusedPair `db:"refused_pairs"`
+	Refusals     []Refusal     `db:"refusals"`
+}
+
+// Refusal is a call a run was refused.
+type Refusal struct {
+	approval.Pair
+	Label  string    `json:"label"`
+	CallID string    `json:"call_id"`
+	Code   string    `json:"code"`
+	At     time.Time `json:"at"`
+}
+
+// RecentRuns lists a playbook's last runs with their refusals. A stored
+// value that cannot be read is an error, never a refusal left out.
+func (d *DB) RecentRuns(ctx context.Context, id string, limit int) ([]RunView, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT r.id::text AS id, r.started_at, r.refused_code, r.refused_pairs,
+		COALESCE((SELECT json_agg(json_build_object('connector', t.connector, 'tool', t.name, 'label', c.display_name || ' · ' || t.display_name,
+				'call_id', f.call_id, 'code', f.code, 'at', f.refused_at) ORDER BY f.id)
+			FROM playbook_run_refusals f JOIN tools t ON t.id = f.tool_id JOIN connectors c ON c.name = t.connector WHERE f.run_id = r.id), '[]') AS refusals
+		FROM playbook_runs r WHERE r.playbook_id = $1 ORDER BY r.started_at DESC LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, translate("recent runs", err)
+	}
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RunView])
+	return runs, translate("recent runs", err)
+}

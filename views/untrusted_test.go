@@ -80,8 +80,11 @@ func TestCardShowsHiddenCharacters(t *testing.T) {
 		if strings.Contains(html, "hidden-warning") || strings.Contains(html, "hidden-char") || strings.Contains(html, "hidden-flag") || strings.Contains(html, "lookalike") {
 			t.Errorf("a clean card is flagged:\n%s", html)
 		}
-		if !strings.Contains(html, `<bdi class="untrusted">finance@acme.example</bdi>`) {
-			t.Errorf("value not isolated:\n%s", html)
+		for _, want := range []string{`<bdi class="untrusted">finance@acme.example</bdi>`, `through <span><bdi class="untrusted">Mail</bdi></span> — to`,
+			`The agent says:</b> <bdi class="untrusted">Pay the invoice</bdi>`} {
+			if !strings.Contains(html, want) {
+				t.Errorf("card lacks %s:\n%s", want, html)
+			}
 		}
 	})
 }

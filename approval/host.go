@@ -22,22 +22,44 @@ type HostCheck struct {
 	Scripts []string
 }
 
-// DestinationHost finds the host name in an argument value that names a
-// destination: the host of an http(s) URL, the domain of a mail address,
-// or the value itself when it looks like a bare host name. It returns ""
-// when the value names no host.
-func DestinationHost(value string) string {
-	value = strings.TrimSpace(value)
-	if u, err := url.Parse(value); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+// DestinationHosts finds the host names in an argument value that names
+// destinations, in order and without repeats: the host of each http(s)
+// URL, the domain of each mail address, and each bare word that looks like
+// a host name. Values may list several ("a@x.example, b@y.example", or a
+// JSON array), so every one is found, not just the first.
+func DestinationHosts(value string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, tok := range strings.FieldsFunc(value, isHostListSeparator) {
+		if h := tokenHost(tok); h != "" && !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// isHostListSeparator splits a list of addresses or URLs into its items.
+func isHostListSeparator(r rune) bool {
+	return unicode.IsSpace(r) || strings.ContainsRune(",;\"'<>()[]{}", r)
+}
+
+// tokenHost is the host one address or URL names, or "".
+func tokenHost(tok string) string {
+	if u, err := url.Parse(tok); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
 		return u.Hostname()
 	}
-	if i := strings.LastIndexByte(value, '@'); i >= 0 {
-		value = strings.TrimRight(value[i+1:], "> ")
-	}
-	if value == "" || strings.ContainsAny(value, " /\\:<>,;\"'") || strings.IndexFunc(value, isDot) < 0 {
+	if strings.Contains(tok, "://") {
 		return ""
 	}
-	return value
+	if i := strings.LastIndexByte(tok, '@'); i >= 0 {
+		tok = tok[i+1:]
+	}
+	tok = strings.TrimRightFunc(tok, isDot)
+	if tok == "" || strings.ContainsAny(tok, "/\\:@") || strings.IndexFunc(tok, isDot) < 0 {
+		return ""
+	}
+	return tok
 }
 
 // CheckHost looks for look-alike characters in a host name.

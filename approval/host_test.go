@@ -5,23 +5,31 @@ import (
 	"testing"
 )
 
-func TestDestinationHost(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"MailAddress", "finance@acme.example", "acme.example"},
-		{"MailWithName", "Finance <finance@pаypal.com>", "pаypal.com"},
-		{"URL", "https://pаypal.com:8443/login?next=x", "pаypal.com"},
-		{"BareHost", "files.example.com", "files.example.com"},
-		{"IdeographicDot", "例え\u3002jp", "例え\u3002jp"},
-		{"Path", "/home/user/report.pdf", ""},
-		{"Word", "general", ""},
-		{"Sentence", "see you at noon.", ""},
-		{"OtherScheme", "ftp://host.example/x", ""},
-		{"Empty", "", ""},
+func TestDestinationHosts(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"MailAddress", "finance@acme.example", []string{"acme.example"}},
+		{"MailWithName", "Finance <finance@pаypal.com>", []string{"pаypal.com"}},
+		{"URL", "https://pаypal.com:8443/login?next=x", []string{"pаypal.com"}},
+		{"BareHost", "files.example.com", []string{"files.example.com"}},
+		{"IdeographicDot", "例え\u3002jp", []string{"例え\u3002jp"}},
+		{"List", "a@pаypal.com, b@acme.example; c@acme.example", []string{"pаypal.com", "acme.example"}},
+		{"LookAlikeFirst", "billing@pаypal.com x@acme.example", []string{"pаypal.com", "acme.example"}},
+		{"JSONArray", `["billing@pаypal.com","https://files.example/x"]`, []string{"pаypal.com", "files.example"}},
+		{"ZeroWidthInHost", "x@pay\u200bpal.com", []string{"pay\u200bpal.com"}},
+		{"Path", "/home/user/report", nil},
+		{"Word", "general", nil},
+		{"Sentence", "see you at noon.", nil},
+		{"OtherScheme", "ftp://host.example/x", nil},
+		{"Empty", "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := DestinationHost(tt.in); got != tt.want {
-				t.Fatalf("DestinationHost(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := DestinationHosts(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("DestinationHosts(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}

@@ -99,17 +99,26 @@ func DestinationOf(p approval.ArgumentPreview) string {
 	return v
 }
 
-// DestinationHost checks the host name the call sends data to for
-// look-alike characters; it is empty when the destination names no host.
-func (c ApprovalCard) DestinationHost() approval.HostCheck {
-	if !c.SendsOut || c.Destination == "" {
-		return approval.HostCheck{}
+// LookAlikeHosts lists the host names in the arguments that say where data
+// goes (every such argument, not only the one on the destination line)
+// that hold look-alike characters.
+func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
+	var out []approval.HostCheck
+	seen := map[string]bool{}
+	for _, want := range destinationKeys {
+		for _, l := range c.Preview.Lines {
+			if !strings.EqualFold(l.Key, want) {
+				continue
+			}
+			for _, h := range approval.DestinationHosts(l.Value) {
+				if hc := approval.CheckHost(h); hc.LookAlike && !seen[h] {
+					seen[h] = true
+					out = append(out, hc)
+				}
+			}
+		}
 	}
-	h := approval.DestinationHost(destinationValue(c.Preview))
-	if h == "" {
-		return approval.HostCheck{}
-	}
-	return approval.CheckHost(h)
+	return out
 }
 
 // HasHidden reports whether anything a reviewer reads on the card (an

@@ -97,6 +97,9 @@ func TestCardLookAlikeHost(t *testing.T) {
 		{"CyrillicInMail", `{"to":"billing@pаypal.com"}`, []string{"Cyrillic and Latin", "xn--pypal-4ve.com"}},
 		{"CyrillicInURL", `{"url":"https://pаypal.com/login"}`, []string{"Cyrillic and Latin", "xn--pypal-4ve.com"}},
 		{"NonASCII", `{"to":"team@münchen.de"}`, []string{"outside plain ASCII", "xn--mnchen-3ya.de"}},
+		{"SecondRecipient", `{"to":"x@acme.example, billing@pаypal.com"}`, []string{"xn--pypal-4ve.com"}},
+		{"LookAlikeFirst", `{"to":"billing@pаypal.com x@acme.example"}`, []string{"xn--pypal-4ve.com"}},
+		{"OtherDestinationKey", `{"to":"x@acme.example","bcc":["billing@pаypal.com"]}`, []string{"xn--pypal-4ve.com"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +114,13 @@ func TestCardLookAlikeHost(t *testing.T) {
 			}
 		})
 	}
-	if html := render(t, Card(card(`{"to":"billing@paypal.com"}`, ""))); strings.Contains(html, "lookalike") {
+	if html := render(t, Card(card(`{"to":"billing@paypal.com, x@acme.example","url":"https://files.example/a"}`, ""))); strings.Contains(html, "lookalike") {
 		t.Errorf("an ASCII host is flagged:\n%s", html)
+	}
+	// A tool that does not send data out still warns about the host.
+	c := card(`{"url":"https://pаypal.com/login"}`, "")
+	c.SendsOut, c.Destination = false, ""
+	if html := render(t, Card(c)); !strings.Contains(html, `data-testid="lookalike"`) || !strings.Contains(html, "xn--pypal-4ve.com") {
+		t.Errorf("no look-alike warning without a destination line:\n%s", html)
 	}
 }

@@ -153,12 +153,19 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string
 	return now, nil
 }
 
-// writeEvent writes one server-sent event; data may span lines.
+// writeEvent writes one server-sent event; data may span lines. A reader
+// ends a line at CRLF, at LF and at a lone CR, so data is split on all
+// three and each piece sent as its own data line (the browser joins them
+// with LF, which HTML reads as it would a CR): nothing in data can end a
+// line early, start a field of its own or end the event.
 func writeEvent(w *echo.Response, event, data string) error {
+	if event == "" || strings.ContainsAny(event, "\r\n") {
+		return fmt.Errorf("event stream: invalid event name %q", event)
+	}
 	var b strings.Builder
 	b.WriteString("event: " + event + "\n")
-	for _, line := range strings.Split(data, "\n") {
-		b.WriteString("data: " + strings.TrimRight(line, "\r") + "\n")
+	for _, line := range sseLines(data) {
+		b.WriteString("data: " + line + "\n")
 	}
 	b.WriteString("\n")
 	if _, err := w.Write([]byte(b.String())); err != nil {
@@ -166,6 +173,13 @@ func writeEvent(w *echo.Response, event, data string) error {
 	}
 	w.Flush()
 	return nil
+}
+
+// sseLines splits s at CRLF, LF and lone CR.
+func sseLines(s string) []string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	return strings.Split(s, "\n")
 }
 
 func renderString(c echo.Context, comp templ.Component) (string, error) {

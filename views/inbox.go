@@ -73,24 +73,82 @@ type InboxView struct {
 // destinationKeys are argument names that usually say where data goes.
 var destinationKeys = []string{"to", "recipient", "recipients", "url", "destination", "channel", "host", "email", "cc", "bcc", "path"}
 
-// DestinationOf picks the argument that names where a call sends data; a
-// URL is named by its host.
-func DestinationOf(p approval.ArgumentPreview) string {
+// destinationValue is the value of the first argument that names where a
+// call sends data.
+func destinationValue(p approval.ArgumentPreview) string {
 	for _, want := range destinationKeys {
 		for _, l := range p.Lines {
-			if !strings.EqualFold(l.Key, want) || l.Value == "" {
-				continue
+			if strings.EqualFold(l.Key, want) && l.Value != "" {
+				return l.Value
 			}
-			if u, err := url.Parse(l.Value); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-				return u.Host
-			}
-			if r := []rune(l.Value); len(r) > 80 {
-				return string(r[:80]) + "…"
-			}
-			return l.Value
 		}
 	}
 	return ""
+}
+
+// DestinationOf picks the argument that names where a call sends data; a
+// URL is named by its host.
+func DestinationOf(p approval.ArgumentPreview) string {
+	v := destinationValue(p)
+	if u, err := url.Parse(v); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return u.Host
+	}
+	if r := []rune(v); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return v
+}
+
+// LookAlikeHosts lists the host names in the arguments that say where data
+// goes (every such argument, not only the one on the destination line)
+// that hold look-alike characters.
+func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
+	var out []approval.HostCheck
+	seen := map[string]bool{}
+	for _, want := range destinationKeys {
+		for _, l := range c.Preview.Lines {
+			if !strings.EqualFold(l.Key, want) {
+				continue
+			}
+			for _, h := range approval.DestinationHosts(l.Value) {
+				if hc := approval.CheckHost(h); hc.LookAlike && !seen[h] {
+					seen[h] = true
+					out = append(out, hc)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// HasHidden reports whether anything a reviewer reads on the card (an
+// argument key or value, the raw arguments, the agent's reason, the names
+// and ids) holds a hidden or direction-changing character.
+func (c ApprovalCard) HasHidden() bool {
+	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.ConversationID, c.TurnID) ||
+		approval.HasHidden(c.AgentReason, approval.MultiLine) || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
+		return true
+	}
+	for _, l := range c.Preview.Lines {
+		if lineHasHidden(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// lineHasHidden reports whether an argument's key or value holds a hidden
+// character, so that its line is flagged.
+func lineHasHidden(l approval.PreviewLine) bool {
+	return approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine)
+}
+
+// scriptsNote names the writing systems a host name mixes, if it does.
+func scriptsNote(scripts []string) string {
+	if len(scripts) == 0 {
+		return "holds characters outside plain ASCII"
+	}
+	return "mixes " + strings.Join(scripts, " and ") + " letters"
 }
 
 func buttonClass(d approval.Decision) string {
@@ -103,9 +161,10 @@ func buttonClass(d approval.Decision) string {
 	return "btn"
 }
 
+// shortID keeps the first 24 characters of an id (never part of one).
 func shortID(s string) string {
-	if len(s) > 24 {
-		return s[:24] + "…"
+	if r := []rune(s); len(r) > 24 {
+		return string(r[:24]) + "…"
 	}
 	return s
 }

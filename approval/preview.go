@@ -24,6 +24,10 @@ type PreviewLine struct {
 	Value     string `json:"value"`
 	Length    int    `json:"length"`    // characters in the full value
 	Shortened bool   `json:"shortened"` // Value is the beginning of it
+	// Hidden is set when the full key or value — not only the part kept —
+	// holds characters a reader cannot see (see Visible), so the card warns
+	// even when they sit beyond the cut.
+	Hidden bool `json:"hidden,omitempty"`
 }
 
 // ArgumentPreview is what a reviewer sees of the arguments: one line per
@@ -36,6 +40,7 @@ type ArgumentPreview struct {
 	Raw          string        `json:"raw,omitempty"`
 	RawLength    int           `json:"raw_length,omitempty"`
 	RawShortened bool          `json:"raw_shortened,omitempty"`
+	RawHidden    bool          `json:"raw_hidden,omitempty"` // the full raw text holds hidden characters
 	Problem      string        `json:"problem,omitempty"`
 	// Removed is set when the preview was deleted after the retention period.
 	Removed bool `json:"removed,omitempty"`
@@ -50,7 +55,8 @@ func ShortNote(length int) string {
 func Preview(a Arguments) ArgumentPreview {
 	if !a.Parsed {
 		raw, n, short := shorten(a.Raw, PreviewValueChars)
-		return ArgumentPreview{Raw: raw, RawLength: n, RawShortened: short, Problem: a.Problem}
+		return ArgumentPreview{Raw: raw, RawLength: n, RawShortened: short, Problem: a.Problem,
+			RawHidden: HasHidden(a.Raw, MultiLine)}
 	}
 	p := ArgumentPreview{Parsed: true, Lines: make([]PreviewLine, 0, min(len(a.Members), PreviewMaxLines))}
 	for i, m := range a.Members {
@@ -61,7 +67,8 @@ func Preview(a Arguments) ArgumentPreview {
 		key, _, _ := shorten(m.Key, PreviewKeyChars)
 		full := valueText(m.Value)
 		val, n, short := shortenValue(full)
-		p.Lines = append(p.Lines, PreviewLine{Key: key, Value: val, Length: n, Shortened: short})
+		hidden := HasHidden(m.Key, SingleLine) || HasHidden(full, MultiLine)
+		p.Lines = append(p.Lines, PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden})
 	}
 	return p
 }

@@ -80,3 +80,26 @@ func TestPreviewSanitises(t *testing.T) {
 func itoa3(i int) string {
 	return string(rune('0'+i/100)) + string(rune('0'+i/10%10)) + string(rune('0'+i%10))
 }
+
+// A hidden character beyond the part of a value that is kept still flags
+// the line, so the card warns about text the reviewer cannot see yet.
+func TestPreviewHiddenBeyondCut(t *testing.T) {
+	tail := strings.Repeat("a", PreviewValueChars+10) + "\u202Etxt.exe"
+	p := Preview(ParseArguments(`{"file":"` + tail + `","plain":"` + strings.Repeat("b", 300) + `","k\u200by":1}`))
+	if !p.Lines[0].Shortened || strings.ContainsRune(p.Lines[0].Value, '\u202E') {
+		t.Fatalf("the marker should be beyond the cut: %+v", p.Lines[0])
+	}
+	if !p.Lines[0].Hidden {
+		t.Error("a value with a hidden character beyond the cut is not flagged")
+	}
+	if p.Lines[1].Hidden {
+		t.Error("a plain value is flagged")
+	}
+	if !p.Lines[2].Hidden {
+		t.Error("a key with a zero-width space is not flagged")
+	}
+	raw := Preview(ParseArguments("[" + strings.Repeat(`"x",`, 100) + "\"\u2066\"]"))
+	if raw.Parsed || !raw.RawShortened || !raw.RawHidden {
+		t.Errorf("unparsed text with a hidden character beyond the cut: %+v", raw)
+	}
+}

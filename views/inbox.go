@@ -126,7 +126,7 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 // and ids) holds a hidden or direction-changing character.
 func (c ApprovalCard) HasHidden() bool {
 	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.ConversationID, c.TurnID) ||
-		approval.HasHidden(c.AgentReason, approval.MultiLine) || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
+		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
 		return true
 	}
 	for _, l := range c.Preview.Lines {
@@ -140,7 +140,7 @@ func (c ApprovalCard) HasHidden() bool {
 // lineHasHidden reports whether an argument's key or value holds a hidden
 // character, so that its line is flagged.
 func lineHasHidden(l approval.PreviewLine) bool {
-	return approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine)
+	return l.Hidden || approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine)
 }
 
 // scriptsNote names the writing systems a host name mixes, if it does.
@@ -175,4 +175,13 @@ func decisionStrings(ds []approval.Decision) []string {
 		out[i] = string(d)
 	}
 	return out
+}
+
+// hiddenNote says where a flagged line's hidden characters are: in what is
+// shown (as markers), or only in the part of a long value that was cut.
+func hiddenNote(l approval.PreviewLine) string {
+	if approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine) {
+		return "Holds hidden characters, shown as markers"
+	}
+	return "Holds hidden characters in the part not shown"
 }

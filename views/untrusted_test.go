@@ -75,6 +75,14 @@ func TestCardShowsHiddenCharacters(t *testing.T) {
 			t.Errorf("key:\n%s", html)
 		}
 	})
+	t.Run("BeyondTheCut", func(t *testing.T) {
+		html := render(t, Card(card(`{"note":"`+strings.Repeat("a", 300)+"\u202E"+`txt.exe"}`, "")))
+		for _, want := range []string{`data-testid="hidden-warning"`, `class="has-hidden"`, "Holds hidden characters in the part not shown"} {
+			if !strings.Contains(html, want) {
+				t.Errorf("card lacks %s:\n%s", want, html)
+			}
+		}
+	})
 	t.Run("Clean", func(t *testing.T) {
 		html := render(t, Card(card(`{"to":"finance@acme.example","body":"line one\nline two"}`, "Pay the invoice")))
 		if strings.Contains(html, "hidden-warning") || strings.Contains(html, "hidden-char") || strings.Contains(html, "hidden-flag") || strings.Contains(html, "lookalike") {

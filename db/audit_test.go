@@ -47,6 +47,7 @@ func TestAuditChain(t *testing.T) {
 	}
 	defer other.Close()
 	var wg sync.WaitGroup
+	errs := make(chan error, 8*25)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -56,13 +57,19 @@ func TestAuditChain(t *testing.T) {
 				s = other
 			}
 			for i := 0; i < 25; i++ {
-				_ = s.InTx(ctx, func(tx pgx.Tx) error {
+				errs <- s.InTx(ctx, func(tx pgx.Tx) error {
 					return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "expired", Tool: fmt.Sprint(w, "-", i)})
 				})
 			}
 		}(w)
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal("concurrent write:", err)
+		}
+	}
 	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 220 {
 		t.Fatalf("after concurrent writers: %+v %v", r, err)
 	}

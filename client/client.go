@@ -88,6 +88,7 @@ type approvalState struct {
 }
 
 type checkResponse struct {
+	CallID   string         `json:"call_id"`
 	Decision string         `json:"decision"`
 	Code     string         `json:"code"`
 	Message  string         `json:"message"`
@@ -99,54 +100,51 @@ type checkResponse struct {
 // claims the approval for exactly this call id and these arguments. The
 // returned Outcome is always safe to act on; the error, when not nil,
 // explains a policy_unavailable outcome for the logs.
+//
+// Gate lets the call run only on an answer it fully understands: an allow
+// for this call id, or a claim that reports this approval consumed for this
+// call and digest. Anything else — an unknown decision or status, a
+// missing field, an answer about another call — is policy_unavailable.
 func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
 	var res checkResponse
 	if err := c.do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
-		return unavailable(call), err
+		return unavailable(call, ""), err
+	}
+	if res.CallID != call.CallID {
+		return unavailable(call, ""), fmt.Errorf("countersign: answer for call %q, not %q", res.CallID, call.CallID)
 	}
 	switch res.Decision {
 	case "allow":
 		return Outcome{Allowed: true, Via: res.Via}, nil
 	case "deny":
-		return Outcome{Code: res.Code, Message: res.Message}, nil
+		return notAllowed(call, res.Code, res.Message, "")
 	case "pending":
-		if res.Approval == nil {
-			return unavailable(call), errors.New("countersign: pending answer without an approval")
+		if res.Approval == nil || res.Approval.ID == "" {
+			return unavailable(call, ""), errors.New("countersign: pending answer without an approval")
 		}
 	default:
-		return unavailable(call), fmt.Errorf("countersign: unknown decision %q", res.Decision)
+		return unavailable(call, ""), fmt.Errorf("countersign: unknown decision %q", res.Decision)
 	}
-	st, err := c.wait(ctx, res.Approval)
+	st, err := c.wait(ctx, call, res.Approval)
 	if err != nil {
-		return unavailable(call), err
+		return unavailable(call, res.Approval.ID), err
 	}
-	out := Outcome{ApprovalID: st.ID}
-	if st.Status != "approved" {
-		if st.Code == "" {
-			out = unavailable(call)
-			out.ApprovalID = st.ID
-			return out, fmt.Errorf("countersign: approval ended as %s", st.Status)
-		}
-		out.Code, out.Message = st.Code, st.Message
-		return out, nil
+	switch st.Status {
+	case string(approval.StatusApproved):
+		return c.claim(ctx, call, st)
+	case string(approval.StatusRejected), string(approval.StatusExpired), string(approval.StatusCancelled):
+		return notAllowed(call, st.Code, st.Message, st.ID)
 	}
-	// Bind the approval to this very call before running it.
-	claim := map[string]string{"call_id": call.CallID, "arguments_digest": approval.Digest(call.Arguments)}
-	var claimed approvalState
-	if err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(st.ID)+"/claim", claim, &claimed); err != nil {
-		out = unavailable(call)
-		out.ApprovalID = st.ID
-		return out, err
-	}
-	return Outcome{Allowed: true, Via: "person", Scope: st.Scope, ApprovalID: st.ID}, nil
+	// consumed (by someone else) or a status this client does not know.
+	return unavailable(call, st.ID), fmt.Errorf("countersign: approval ended as %q", st.Status)
 }
 
 // wait long-polls until the item settles or its expiry (plus a grace for the
 // server's sweep) has passed.
-func (c *Client) wait(ctx context.Context, a *approvalState) (approvalState, error) {
+func (c *Client) wait(ctx context.Context, call Call, a *approvalState) (approvalState, error) {
 	st := *a
 	giveUp := a.ExpiresAt.Add(30 * time.Second)
-	for st.Status == "pending" || st.Status == "" {
+	for st.Status == string(approval.StatusPending) || st.Status == "" {
 		if time.Now().After(giveUp) {
 			return st, errors.New("countersign: approval still pending after its expiry")
 		}
@@ -155,11 +153,46 @@ func (c *Client) wait(ctx context.Context, a *approvalState) (approvalState, err
 			wait = 30 * time.Second
 		}
 		path := "/api/v1/approvals/" + url.PathEscape(a.ID) + "?wait=" + url.QueryEscape(wait.String())
+		st = approvalState{}
 		if err := c.do(ctx, http.MethodGet, path, nil, &st); err != nil {
 			return st, err
 		}
+		if st.ID != a.ID || st.CallID != call.CallID {
+			return st, fmt.Errorf("countersign: answer about approval %q of call %q, not %q of %q", st.ID, st.CallID, a.ID, call.CallID)
+		}
 	}
 	return st, nil
+}
+
+// claim binds the approval to this very call before it runs.
+func (c *Client) claim(ctx context.Context, call Call, st approvalState) (Outcome, error) {
+	digest := approval.Digest(call.Arguments)
+	body := map[string]string{"call_id": call.CallID, "arguments_digest": digest}
+	var claimed approvalState
+	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(st.ID)+"/claim", body, &claimed)
+	// Only an answer saying this approval is now consumed for this call and
+	// these arguments lets the call run; an empty or other 2xx does not.
+	if err == nil && (claimed.Status != string(approval.StatusConsumed) || claimed.ID != st.ID ||
+		claimed.CallID != call.CallID || claimed.ArgumentsDigest != digest) {
+		err = fmt.Errorf("countersign: claim answered without consuming approval %q for this call (status %q)", st.ID, claimed.Status)
+	}
+	if err != nil {
+		return unavailable(call, st.ID), err
+	}
+	return Outcome{Allowed: true, Via: "person", Scope: st.Scope, ApprovalID: st.ID}, nil
+}
+
+// notAllowed is a deny or a terminal status as the server reported it. A
+// server answer without a code is not understood, so it is
+// policy_unavailable; a missing message is filled in for the model.
+func notAllowed(call Call, code, message, approvalID string) (Outcome, error) {
+	if code == "" {
+		return unavailable(call, approvalID), errors.New("countersign: not allowed without a code")
+	}
+	if message == "" {
+		message = approval.Message(approval.ReasonCode(code), approval.MessageInput{Tool: call.Tool})
+	}
+	return Outcome{Code: code, Message: message, ApprovalID: approvalID}, nil
 }
 
 // ConnectorTool describes one tool for SyncConnector.
@@ -194,9 +227,9 @@ func (c *Client) CancelTurn(ctx context.Context, user, conversationID, turnID st
 	return res.Cancelled, err
 }
 
-func unavailable(call Call) Outcome {
-	return Outcome{Code: CodePolicyUnavailable, Message: approval.Message(approval.CodePolicyUnavailable,
-		approval.MessageInput{Tool: call.Tool})}
+func unavailable(call Call, approvalID string) Outcome {
+	return Outcome{Code: CodePolicyUnavailable, ApprovalID: approvalID,
+		Message: approval.Message(approval.CodePolicyUnavailable, approval.MessageInput{Tool: call.Tool})}
 }
 
 // Do sends one API request and decodes the JSON answer into out; a non-2xx

@@ -47,6 +47,7 @@ func TestAuditChain(t *testing.T) {
 	}
 	defer other.Close()
 	var wg sync.WaitGroup
+	errs := make(chan error, 8*25)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -56,13 +57,19 @@ func TestAuditChain(t *testing.T) {
 				s = other
 			}
 			for i := 0; i < 25; i++ {
-				_ = s.InTx(ctx, func(tx pgx.Tx) error {
+				errs <- s.InTx(ctx, func(tx pgx.Tx) error {
 					return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "expired", Tool: fmt.Sprint(w, "-", i)})
 				})
 			}
 		}(w)
 	}
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal("concurrent write:", err)
+		}
+	}
 	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 220 {
 		t.Fatalf("after concurrent writers: %+v %v", r, err)
 	}
@@ -119,14 +126,15 @@ func TestAuditPaging(t *testing.T) {
 			Connector: "mail", Tool: []string{"send_email", "delete_message"}[i%2], Detail: map[string]any{"i": i}}
 	})
 	f := db.AuditFilter{Actions: []string{"approved"}, Tool: "send_email", Limit: 10}
-	var want []int64
-	rows, _ := store.Pool.Query(ctx, `SELECT id FROM audit_events WHERE action = 'approved' AND tool = 'send_email' ORDER BY id DESC`)
-	for rows.Next() {
-		var id int64
-		_ = rows.Scan(&id)
-		want = append(want, id)
+	rows, err := store.Pool.Query(ctx, `SELECT id FROM audit_events WHERE action = 'approved' AND tool = 'send_email' ORDER BY id DESC`)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rows.Close()
+	want, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	// i even and not a multiple of 3, for i < 137: five pages of ten or fewer.
+	if err != nil || len(want) != 46 {
+		t.Fatalf("%d matching lines (%v), want 46", len(want), err)
+	}
 	// Older, page by page, then back with newer.
 	var got []int64
 	var pages []db.AuditPage
@@ -156,8 +164,8 @@ func TestAuditPaging(t *testing.T) {
 	if fmt.Sprint(ids(back.Lines)) != fmt.Sprint(ids(prev.Lines)) || !back.HasOlder {
 		t.Fatalf("newer page %v, want %v", ids(back.Lines), ids(prev.Lines))
 	}
-	first, _ := store.ListAudit(ctx, db.AuditFilter{Actions: f.Actions, Tool: f.Tool, Limit: 10, After: pages[1].NewestID})
-	if first.HasNewer || fmt.Sprint(ids(first.Lines)) != fmt.Sprint(ids(pages[0].Lines)) {
+	first, err := store.ListAudit(ctx, db.AuditFilter{Actions: f.Actions, Tool: f.Tool, Limit: 10, After: pages[1].NewestID})
+	if err != nil || first.HasNewer || fmt.Sprint(ids(first.Lines)) != fmt.Sprint(ids(pages[0].Lines)) {
 		t.Fatalf("back to the first page: %v newer=%v", ids(first.Lines), first.HasNewer)
 	}
 	// Streaming gives the same lines as the pages.

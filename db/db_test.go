@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 
@@ -98,15 +99,19 @@ func TestAuditIsAppendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sql := range []string{`UPDATE audit_events SET action = 'x'`, `DELETE FROM audit_events`, `TRUNCATE audit_events`} {
-		if _, err := store.Pool.Exec(ctx, sql); err == nil {
-			t.Errorf("%s succeeded", sql)
+		if _, err := store.Pool.Exec(ctx, sql); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v, want the append-only trigger's refusal", sql, err)
 		}
 	}
-	// A failed transaction leaves no line behind.
-	_ = store.InTx(ctx, func(tx pgx.Tx) error {
-		_ = db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "rolled back"})
+	// A failed transaction leaves no line behind, though its line was written.
+	var recorded error
+	err = store.InTx(ctx, func(tx pgx.Tx) error {
+		recorded = db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "rolled back"})
 		return errors.New("boom")
 	})
+	if recorded != nil || err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("record %v, transaction %v", recorded, err)
+	}
 	page, err := store.ListAudit(ctx, db.AuditFilter{})
 	if err != nil || len(page.Lines) != 1 || page.Lines[0].Action != "test" {
 		t.Fatalf("%v %+v", err, page)

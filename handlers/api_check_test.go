@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -91,18 +92,34 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		call := l.call("mail", "delete_message", `{"message_id":"m1"}`)
-		go l.API(l.Key, http.MethodPost, "/api/v1/tool-calls", call)
+		// The check runs beside the test; its result is read after the
+		// notification, on the test's goroutine.
+		checked := make(chan error, 1)
+		go func() {
+			var out map[string]any
+			err := l.Client.Do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &out)
+			if err == nil && out["decision"] != "pending" {
+				err = fmt.Errorf("check answered %v", out)
+			}
+			checked <- err
+		}()
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		n, err := conn.WaitForNotification(wctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reader, _ := pgx.Connect(ctx, l.DBURL)
+		reader, err := pgx.Connect(ctx, l.DBURL)
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer reader.Close(ctx)
 		var status string
 		if err := reader.QueryRow(ctx, `SELECT status FROM approvals WHERE id::text = ($1::jsonb)->>'a'`, n.Payload).Scan(&status); err != nil || status != "pending" {
 			t.Fatalf("row not visible when announced: %v %q", err, status)
+		}
+		if err := <-checked; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

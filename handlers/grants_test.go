@@ -3,9 +3,11 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/dev"
 )
 
 func TestStandingGrants(t *testing.T) {
@@ -93,10 +95,30 @@ func TestStandingGrants(t *testing.T) {
 	})
 
 	t.Run("GrantsNeverInPlaybookRuns", func(t *testing.T) {
-		id := l.pending(t, in("conv-e", `{"t":14}`))
-		decide(l.Member, id, "always")
-		c := in("conv-e", `{"t":15}`)
-		c["playbook_run_id"] = "run-1"
+		// A tool outside the playbook, with an "Always allow" grant that
+		// applies outside the run...
+		del := func(args string) map[string]any {
+			c := l.call("mail", "delete_message", args)
+			c["conversation_id"] = "conv-e"
+			return c
+		}
+		if s, _ := decide(l.Member, l.pending(t, del(`{"t":14}`)), "always"); s != http.StatusSeeOther {
+			t.Fatal("always:", s)
+		}
+		if out := l.check(t, del(`{"t":15}`)); out["decision"] != "allow" || out["via"] != "always_allow" {
+			t.Fatal("grant not in force outside a run:", out)
+		}
+		// ...is not honoured in a real run of the member's playbook.
+		l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())
+		if resp, _ := l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{"then": {"enable"}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatal("approve playbook:", resp.StatusCode)
+		}
+		status, run := l.startRun(t)
+		if status != http.StatusOK || run["run_id"] == nil {
+			t.Fatal("start run:", status, run)
+		}
+		c := del(`{"t":16}`)
+		c["playbook_run_id"] = run["run_id"]
 		if out := l.check(t, c); out["decision"] != "deny" || out["code"] != "approval_unavailable" {
 			t.Fatal(out)
 		}
@@ -116,9 +138,11 @@ func TestRepeatedRejections(t *testing.T) {
 
 	// An expiry does not count.
 	id := l.pending(t, same())
-	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, id)
-	if _, err := l.DB.ExpireDue(ctx, 100); err != nil {
+	if _, err := l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := l.DB.ExpireDue(ctx, 100); err != nil || l.status(t, id) != "expired" {
+		t.Fatal("the first call did not expire:", err)
 	}
 	for i := 0; i < 2; i++ {
 		id := l.pending(t, same())

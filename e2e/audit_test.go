@@ -90,4 +90,9 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 	if !strings.HasPrefix(rows[0], "text/csv") || len(rows) != 2+120 {
 		t.Fatalf("csv: %q… %d rows", rows[0], len(rows))
 	}
+	for _, row := range rows[2:] {
+		if !strings.Contains(row, ",approved,") || !strings.Contains(row, ",send_email,") {
+			t.Fatalf("csv row outside the filter: %q", row)
+		}
+	}
 }

@@ -149,7 +149,9 @@ func TestLiveInbox(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.WaitNotPresent(chromedp.CSS(card(id)))); err != nil {
 			t.Fatal("card decided in another browser stayed:", err)
 		}
-		result(t, res)
+		if r := result(t, res); !r.Out.Allowed || r.Out.Via != "person" {
+			t.Fatal(r)
+		}
 	})
 }
 
@@ -181,6 +183,10 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	if !strings.Contains(values, `<img id="arg-img" src=x onerror=alert(1)>`) || !strings.Contains(values, "<script>k</script>") {
 		t.Fatalf("argument text: %q", values)
 	}
-	_ = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="reject"]`)))
-	result(t, res)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`button[value="reject"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); r.Out.Allowed || r.Out.Code != "approval_denied" {
+		t.Fatal(r)
+	}
 }

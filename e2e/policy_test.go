@@ -77,7 +77,9 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 	if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(`[data-testid="approval-card"] button[value="reject"]`))); err != nil {
 		t.Fatal(err)
 	}
-	result(t, res)
+	if r := result(t, res); r.Out.Allowed || r.Out.Code != "approval_denied" {
+		t.Fatal(r)
+	}
 
 	// The Auto-approve tab shows the lapse; restoring standing approval and
 	// granting anew, then revoking on the tab, makes the next call prompt.
@@ -87,8 +89,8 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 	if !strings.Contains(text(t, member, `[data-testid="lapsed"]`), "Permission settings changed") {
 		t.Fatal("lapse reason")
 	}
-	if _, err := rt.Gate(context.Background(), call("list_events", "c1")); err != nil {
-		t.Fatal(err)
+	if out, err := rt.Gate(context.Background(), call("list_events", "c1")); err != nil || !out.Allowed {
+		t.Fatal(out, err)
 	}
 	// Mail's delete_message still offers standing approval.
 	del := call("create_event", "c5")

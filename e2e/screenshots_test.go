@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -32,9 +33,14 @@ func TestScreenshots(t *testing.T) {
 		{CallID: "s2", Connector: "web", Tool: "open_page", Arguments: `{"url":"https://status.example.com/incidents/2291?utm_source=agent&utm_medium=chat&session=8f1b2c9d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4"}`},
 		{CallID: "s3", Connector: "system", Tool: "run_command", Arguments: `{"command": "rm -rf ./build && make release", "cwd": [unclosed`},
 	}
+	// The runtime waits on these until the test ends; it stops waiting then.
+	waiting, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop(); wg.Wait() })
 	for i := range calls {
 		calls[i].User, calls[i].ConversationID, calls[i].TurnID = dev.DemoMember.Subject, "conv-7", "turn-3"
-		go func(c client.Call) { _, _ = rt.Gate(context.Background(), c) }(calls[i])
+		wg.Add(1)
+		go func(c client.Call) { defer wg.Done(); _, _ = rt.Gate(waiting, c) }(calls[i])
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="approval-card"]').length === 3`)); err != nil {
 		t.Fatal(err)

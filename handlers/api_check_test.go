@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -137,7 +138,9 @@ func TestClaim(t *testing.T) {
 	if status, out := claim(l.Key, id, callID, approval.Digest(args)); status != http.StatusConflict || errCode(out) != "not_approved" {
 		t.Fatalf("claim before approval: %d %v", status, out)
 	}
-	decide(l.Member, id, "approve")
+	if s, _ := decide(l.Member, id, "approve"); s != http.StatusSeeOther {
+		t.Fatal("approve:", s)
+	}
 	t.Run("ErrEditedArguments", func(t *testing.T) {
 		status, out := claim(l.Key, id, callID, approval.Digest(`{"to":"a@b.c","amount":1000}`))
 		if status != http.StatusConflict || errCode(out) != "call_mismatch" {
@@ -252,15 +255,16 @@ func TestGateFailsClosed(t *testing.T) {
 		}
 		c2 := call
 		c2.CallID = "c2"
-		out, _ := l.Client.Gate(context.Background(), c2)
-		if out.Allowed || out.Code != "policy_unavailable" {
-			t.Fatal("allowed while the check could not run:", out)
+		out, err := l.Client.Gate(context.Background(), c2)
+		var ce *client.Error
+		if out.Allowed || out.Code != "policy_unavailable" || !errors.As(err, &ce) || ce.Status != http.StatusInternalServerError {
+			t.Fatal("allowed while the check could not run, or refused for another reason:", out, err)
 		}
 		if _, err := l.DB.Pool.Exec(context.Background(), `ALTER TABLE approvals_away RENAME TO approvals`); err != nil {
 			t.Fatal(err)
 		}
 		// A failure is not remembered: the next check starts fresh.
-		out, err := l.Client.Gate(context.Background(), c)
+		out, err = l.Client.Gate(context.Background(), c)
 		if !out.Allowed || err != nil {
 			t.Fatal(out, err)
 		}

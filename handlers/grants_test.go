@@ -133,9 +133,11 @@ func TestRepeatedRejections(t *testing.T) {
 
 	// An expiry does not count.
 	id := l.pending(t, same())
-	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, id)
-	if _, err := l.DB.ExpireDue(ctx, 100); err != nil {
+	if _, err := l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := l.DB.ExpireDue(ctx, 100); err != nil || l.status(t, id) != "expired" {
+		t.Fatal("the first call did not expire:", err)
 	}
 	for i := 0; i < 2; i++ {
 		id := l.pending(t, same())

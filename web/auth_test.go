@@ -148,6 +148,9 @@ func TestSignIn(t *testing.T) {
 		if !strings.Contains(e.Logs(), "nonce mismatch") {
 			t.Fatal("nonce mismatch not logged")
 		}
+		if r, _ := b.Get("/"); r.StatusCode != http.StatusSeeOther {
+			t.Fatal("signed in despite the nonce mismatch")
+		}
 	})
 
 	t.Run("ErrPKCEVerifier", func(t *testing.T) {
@@ -161,6 +164,12 @@ func TestSignIn(t *testing.T) {
 		resp, _ := b.Get(authorize(t, b, authURL, "member"))
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("exchange without the right verifier accepted: %d", resp.StatusCode)
+		}
+		if !strings.Contains(e.Logs(), "invalid_grant") {
+			t.Fatal("refused, but not by the provider's verifier check")
+		}
+		if r, _ := b.Get("/"); r.StatusCode != http.StatusSeeOther {
+			t.Fatal("signed in without the right verifier")
 		}
 	})
 

@@ -45,6 +45,15 @@ func TestCSRF(t *testing.T) {
 			}
 		})
 	}
+	// The refused posts made no key; the accepted ones made one each.
+	keys, err := e.DB.ListAPIKeys(t.Context())
+	var names []string
+	for _, k := range keys {
+		names = append(names, k.Name)
+	}
+	if err != nil || strings.Join(names, ",") != "k2,k1" {
+		t.Fatalf("keys after the posts: %v %v", names, err)
+	}
 	t.Run("ErrTokenInQueryOnly", func(t *testing.T) {
 		// A token in the URL leaks through logs and Referer: only the POST
 		// body and the header count.
@@ -81,6 +90,9 @@ func TestCSRF(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("logout without token: %d", resp.StatusCode)
 		}
+		if resp, _ := b.Get("/"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("signed out by a refused logout: %d", resp.StatusCode)
+		}
 	})
 }
 
@@ -110,14 +122,24 @@ func TestAPIAuth(t *testing.T) {
 		admin.SignIn("admin")
 		k2 := e.APIKey()
 		var id int64
-		keys, _ := e.DB.ListAPIKeys(t.Context())
-		id = keys[0].ID
+		keys, err := e.DB.ListAPIKeys(t.Context())
+		for _, k := range keys {
+			if strings.HasPrefix(k2, k.Prefix) {
+				id = k.ID
+			}
+		}
+		if err != nil || id == 0 {
+			t.Fatalf("key not listed: %v", err)
+		}
 		resp, _ := admin.PostForm("/admin/api-keys/"+itoa(id)+"/revoke", url.Values{})
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("revoke: %d", resp.StatusCode)
 		}
 		if status, _ := e.API(k2, http.MethodPut, "/api/v1/connectors/mail", body); status != http.StatusUnauthorized {
 			t.Fatalf("revoked key accepted: %d", status)
+		}
+		if status, _ := e.API(key, http.MethodPut, "/api/v1/connectors/mail", body); status != http.StatusOK {
+			t.Fatalf("revoking one key refused another: %d", status)
 		}
 	})
 	t.Run("ErrSessionCookieIsNotAnAPIKey", func(t *testing.T) {

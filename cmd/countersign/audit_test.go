@@ -17,9 +17,11 @@ func TestAuditVerifyCommand(t *testing.T) {
 	store, u := testenv.OpenDB(t)
 	ctx := context.Background()
 	for i := 0; i < 5; i++ {
-		_ = store.InTx(ctx, func(tx pgx.Tx) error {
+		if err := store.InTx(ctx, func(tx pgx.Tx) error {
 			return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "expired"})
-		})
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	code, out, _ := runCmd(t, map[string]string{"COUNTERSIGN_DATABASE_URL": u}, "audit", "verify")
 	if code != 0 || !strings.Contains(out, "5 events, chain intact") {

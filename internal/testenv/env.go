@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/web"
+	"github.com/jackc/pgx/v5"
 )
 
 // Env is a running Countersign for one test: its own database, identity
@@ -281,11 +282,9 @@ func (e *Env) AuditActions() []string {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	var out []string
-	for rows.Next() {
-		var a string
-		_ = rows.Scan(&a)
-		out = append(out, a)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.T.Fatal(err)
 	}
 	return out
 }

@@ -37,6 +37,7 @@ const (
 	ActionRequested            = "approval requested"
 	ActionConnectorSynced      = "connector synced"
 	ActionConnectorDeleted     = "connector deleted"
+	ActionToolRegistered       = "tool registered"
 	ActionGrantRevoked         = "grant revoked"
 	ActionPolicyChanged        = "policy changed"
 	ActionPlaybookRegistered   = "playbook registered"
@@ -71,7 +72,7 @@ type AuditEvent struct {
 var AllActions = []string{
 	ActionRequested, ActionApproved, ActionApprovedConversation, ActionAlwaysAllowed, ActionRejected, ActionExpired,
 	ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionBlockedRepeated,
-	ActionBlockedByPolicy, ActionGrantRevoked, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted,
+	ActionBlockedByPolicy, ActionGrantRevoked, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionSignIn, ActionSignOut,

@@ -87,7 +87,7 @@ func TestDefaultPolicy(t *testing.T) {
 
 func TestMessages(t *testing.T) {
 	codes := []ReasonCode{CodeApprovalDenied, CodeApprovalTimeout, CodeApprovalCancelled, CodeDeniedRepeated,
-		CodeApprovalUnavailable, CodeBlockedByPolicy, CodePolicyUnavailable, CodePlaybookApproval}
+		CodeApprovalUnavailable, CodeBlockedByPolicy, CodePolicyUnavailable, CodePlaybookApproval, CodeApprovalPending}
 	seen := map[string]bool{}
 	for _, c := range codes {
 		m := Message(c, MessageInput{Tool: "Send email"})
@@ -105,5 +105,13 @@ func TestMessages(t *testing.T) {
 	}
 	if !strings.Contains(Message(CodeApprovalUnavailable, MessageInput{Tool: "x", Playbook: "Weekly report"}), `"Weekly report"`) {
 		t.Fatal("playbook not named")
+	}
+	link := "https://cs.example/approvals/0b7f5a52-8d39-4a3c-9d0e-5c1f2a3b4c5d"
+	m = Message(CodeApprovalPending, MessageInput{Tool: "Send email", URL: link})
+	if !strings.Contains(m, "approval at "+link) || !strings.Contains(m, "make the same call again") || !strings.Contains(m, "not run yet") {
+		t.Fatal(m)
+	}
+	if m := Message(CodeApprovalPending, MessageInput{Tool: "Send email"}); strings.Contains(m, " at ") || strings.Contains(m, "link") {
+		t.Fatal("a link promised without one:", m)
 	}
 }

@@ -72,4 +72,7 @@ const (
 	CodeNotApproved    = "not_approved"
 	CodeCallMismatch   = "call_mismatch"
 	CodeUnknownTool    = "unknown_tool"
+	// CodeConnectorDeleted: a single-tool registration for a connector an
+	// administrator deleted; only a full sync brings a connector back.
+	CodeConnectorDeleted = "connector_deleted"
 )

@@ -19,11 +19,18 @@ const (
 	CodePlaybookApproval    ReasonCode = "PLAYBOOK_TOOL_APPROVAL_REQUIRED"
 )
 
+// CodeApprovalPending is not a failure: a person has not answered yet and
+// the runtime stopped waiting (an agent's hook or a gateway has a deadline).
+// The call did not run; the same call made again with attach_to_pending
+// joins the same item and runs once it is approved.
+const CodeApprovalPending ReasonCode = "approval_pending"
+
 // MessageInput is what a model-facing message may mention.
 type MessageInput struct {
 	Tool       string // display name of the tool
 	UserReason string // a reviewer's reason, quoted verbatim as the user's words
 	Playbook   string
+	URL        string // the item's page, for approval_pending
 }
 
 // Message is the text a model receives with code: what happened, and what
@@ -43,6 +50,16 @@ func Message(code ReasonCode, in MessageInput) string {
 		b.WriteString(" Do not call it again with the same arguments. Tell the user it did not run, take their reason into account, and continue with what you can do without it.")
 	case CodeApprovalTimeout:
 		b.WriteString("Nobody answered the approval request for " + tool + " in time, so it did not run. Do not retry it now. Tell the user it is waiting for their approval and continue with what you can do without it.")
+	case CodeApprovalPending:
+		b.WriteString("This call to " + tool + " is waiting for the user's approval")
+		if in.URL != "" {
+			b.WriteString(" at " + in.URL)
+		}
+		b.WriteString(", so it has not run yet. Tell the user it needs their approval")
+		if in.URL != "" {
+			b.WriteString(" and give them the link")
+		}
+		b.WriteString(". Once they have approved it, make the same call again with exactly the same arguments and it will run; do not try to reach the same result another way.")
 	case CodeApprovalCancelled:
 		b.WriteString("The turn was stopped, so this call to " + tool + " was cancelled and did not run. Do not retry it.")
 	case CodeDeniedRepeated:

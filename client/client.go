@@ -50,6 +50,13 @@ type Call struct {
 	Arguments      string `json:"arguments"` // the JSON text the model produced, unchanged
 	Reason         string `json:"reason,omitempty"`
 	PlaybookRunID  string `json:"playbook_run_id,omitempty"`
+	// AttachToPending makes the same call made again (same key, user,
+	// conversation, connector, tool and arguments, any call id) join the
+	// item an earlier call opened, pending or approved and not yet claimed,
+	// instead of asking again. Set it where a retry is the same action — an
+	// agent's hook or a gateway that stops waiting — not where two identical
+	// calls may be two intended actions.
+	AttachToPending bool `json:"attach_to_pending,omitempty"`
 }
 
 // Outcome is what the runtime acts on.
@@ -60,10 +67,18 @@ type Outcome struct {
 	Code       string // when not allowed
 	Message    string // when not allowed: for the model
 	ApprovalID string // when a person was asked
+	URL        string // on approval_pending: the item's page, where the person decides
 }
 
 // Codes the client itself produces.
-const CodePolicyUnavailable = string(approval.CodePolicyUnavailable)
+const (
+	CodePolicyUnavailable = string(approval.CodePolicyUnavailable)
+	// CodeApprovalPending: GateWithin stopped waiting before the person
+	// answered. The call did not run and must not run now; tell the user
+	// (Outcome.Message has the link) — making the same call again with
+	// AttachToPending joins the same item and runs it once approved.
+	CodeApprovalPending = string(approval.CodeApprovalPending)
+)
 
 // Error is a non-2xx answer from the server.
 type Error struct {
@@ -85,6 +100,7 @@ type approvalState struct {
 	Message         string    `json:"message"`
 	ExpiresAt       time.Time `json:"expires_at"`
 	ArgumentsDigest string    `json:"arguments_digest"`
+	URL             string    `json:"url"`
 }
 
 type checkResponse struct {
@@ -106,6 +122,25 @@ type checkResponse struct {
 // call and digest. Anything else — an unknown decision or status, a
 // missing field, an answer about another call — is policy_unavailable.
 func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
+	return c.GateWithin(ctx, call, 0)
+}
+
+// GateWithin is Gate that waits for a person at most maxWait (0: until the
+// item settles). When nobody has answered by then it returns an Outcome
+// with code approval_pending, the item's link in URL and a message telling
+// the model the call waits for approval at that link and can be made again
+// once approved. Runtimes that are themselves cut off after a while (an
+// agent's hook, an MCP client) use it so that they answer before they are
+// cut off, which for some of them would let the call run unchecked.
+//
+// With call.AttachToPending the item may be one an earlier identical call
+// opened: Gate then follows and claims that item with its own call id, and
+// only if its digest is this call's.
+func (c *Client) GateWithin(ctx context.Context, call Call, maxWait time.Duration) (Outcome, error) {
+	var stopAt time.Time
+	if maxWait > 0 {
+		stopAt = time.Now().Add(maxWait)
+	}
 	var res checkResponse
 	if err := c.do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
 		return unavailable(call, ""), err
@@ -125,13 +160,19 @@ func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
 	default:
 		return unavailable(call, ""), fmt.Errorf("countersign: unknown decision %q", res.Decision)
 	}
-	st, err := c.wait(ctx, call, res.Approval)
+	item, err := itemCall(call, res.Approval)
+	if err != nil {
+		return unavailable(call, res.Approval.ID), err
+	}
+	st, err := c.wait(ctx, item, res.Approval, stopAt)
 	if err != nil {
 		return unavailable(call, res.Approval.ID), err
 	}
 	switch st.Status {
+	case string(approval.StatusPending):
+		return stillPending(call, st), nil
 	case string(approval.StatusApproved):
-		return c.claim(ctx, call, st)
+		return c.claim(ctx, call, item, st)
 	case string(approval.StatusRejected), string(approval.StatusExpired), string(approval.StatusCancelled):
 		return notAllowed(call, st.Code, st.Message, st.ID)
 	}
@@ -139,9 +180,33 @@ func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
 	return unavailable(call, st.ID), fmt.Errorf("countersign: approval ended as %q", st.Status)
 }
 
-// wait long-polls until the item settles or its expiry (plus a grace for the
-// server's sweep) has passed.
-func (c *Client) wait(ctx context.Context, call Call, a *approvalState) (approvalState, error) {
+// itemCall is the call id the item was opened for: this call's, or — only
+// when the call asked to attach — an earlier identical call's, whose digest
+// must then be this call's. A server that does not send the item's call id
+// answers about this call.
+func itemCall(call Call, a *approvalState) (string, error) {
+	if a.CallID == "" || a.CallID == call.CallID {
+		return call.CallID, nil
+	}
+	if !call.AttachToPending {
+		return "", fmt.Errorf("countersign: pending answer about call %q, not %q", a.CallID, call.CallID)
+	}
+	if a.ArgumentsDigest != approval.Digest(call.Arguments) {
+		return "", fmt.Errorf("countersign: attached to approval %q for other arguments", a.ID)
+	}
+	return a.CallID, nil
+}
+
+// stillPending is the answer when the runtime stopped waiting first.
+func stillPending(call Call, st approvalState) Outcome {
+	return Outcome{Code: CodeApprovalPending, ApprovalID: st.ID, URL: st.URL,
+		Message: approval.Message(approval.CodeApprovalPending, approval.MessageInput{Tool: call.Tool, URL: st.URL})}
+}
+
+// wait long-polls until the item settles, stopAt (when set) has passed —
+// then it returns the item still pending — or its expiry (plus a grace for
+// the server's sweep) has passed. callID is the item's call.
+func (c *Client) wait(ctx context.Context, callID string, a *approvalState, stopAt time.Time) (approvalState, error) {
 	st := *a
 	giveUp := a.ExpiresAt.Add(30 * time.Second)
 	for st.Status == string(approval.StatusPending) || st.Status == "" {
@@ -152,28 +217,39 @@ func (c *Client) wait(ctx context.Context, call Call, a *approvalState) (approva
 		if wait <= 0 {
 			wait = 30 * time.Second
 		}
+		if !stopAt.IsZero() {
+			left := time.Until(stopAt).Truncate(time.Millisecond)
+			if left <= 0 && st.Status == string(approval.StatusPending) {
+				return st, nil
+			}
+			wait = max(min(wait, left), time.Millisecond)
+		}
 		path := "/api/v1/approvals/" + url.PathEscape(a.ID) + "?wait=" + url.QueryEscape(wait.String())
 		st = approvalState{}
 		if err := c.do(ctx, http.MethodGet, path, nil, &st); err != nil {
 			return st, err
 		}
-		if st.ID != a.ID || st.CallID != call.CallID {
-			return st, fmt.Errorf("countersign: answer about approval %q of call %q, not %q of %q", st.ID, st.CallID, a.ID, call.CallID)
+		if st.ID != a.ID || st.CallID != callID {
+			return st, fmt.Errorf("countersign: answer about approval %q of call %q, not %q of %q", st.ID, st.CallID, a.ID, callID)
+		}
+		if st.URL == "" {
+			st.URL = a.URL
 		}
 	}
 	return st, nil
 }
 
-// claim binds the approval to this very call before it runs.
-func (c *Client) claim(ctx context.Context, call Call, st approvalState) (Outcome, error) {
+// claim binds the approval to this very call before it runs; callID is the
+// item's call (an earlier identical call's when attached).
+func (c *Client) claim(ctx context.Context, call Call, callID string, st approvalState) (Outcome, error) {
 	digest := approval.Digest(call.Arguments)
-	body := map[string]string{"call_id": call.CallID, "arguments_digest": digest}
+	body := map[string]string{"call_id": callID, "arguments_digest": digest}
 	var claimed approvalState
 	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(st.ID)+"/claim", body, &claimed)
 	// Only an answer saying this approval is now consumed for this call and
 	// these arguments lets the call run; an empty or other 2xx does not.
 	if err == nil && (claimed.Status != string(approval.StatusConsumed) || claimed.ID != st.ID ||
-		claimed.CallID != call.CallID || claimed.ArgumentsDigest != digest) {
+		claimed.CallID != callID || claimed.ArgumentsDigest != digest) {
 		err = fmt.Errorf("countersign: claim answered without consuming approval %q for this call (status %q)", st.ID, claimed.Status)
 	}
 	if err != nil {
@@ -215,6 +291,40 @@ type Connector struct {
 // out are retired. Existing tools keep their policy.
 func (c *Client) SyncConnector(ctx context.Context, name string, conn Connector) error {
 	return c.do(ctx, http.MethodPut, "/api/v1/connectors/"+url.PathEscape(name), conn, nil)
+}
+
+// ToolRegistration describes one tool for RegisterTool. The connector
+// fields are used only when the connector does not exist yet (Kind:
+// builtin or connector; default connector).
+type ToolRegistration struct {
+	Name                 string               `json:"-"` // the tool's name, sent in the path
+	DisplayName          string               `json:"display_name,omitempty"`
+	Description          string               `json:"description,omitempty"`
+	Annotations          approval.Annotations `json:"annotations"`
+	StandingApproval     *bool                `json:"standing_approval,omitempty"`
+	ConnectorDisplayName string               `json:"connector_display_name,omitempty"`
+	ConnectorKind        string               `json:"connector_kind,omitempty"`
+}
+
+// RegisteredTool is what RegisterTool did.
+type RegisteredTool struct {
+	Connector        string `json:"connector"`
+	Tool             string `json:"tool"`
+	Created          bool   `json:"created"`           // new: it got the default policy
+	Restored         bool   `json:"restored"`          // was retired, is back with its policy
+	ConnectorCreated bool   `json:"connector_created"` // the connector was created for it
+	Mode             string `json:"mode"`              // its policy mode now
+}
+
+// RegisterTool registers or updates one tool of a connector without
+// replacing the connector's list. A new tool gets the default policy for
+// its annotations; an existing one keeps its policy whatever the
+// annotations say. A connector an administrator deleted is refused (*Error
+// 409 connector_deleted).
+func (c *Client) RegisterTool(ctx context.Context, connector string, t ToolRegistration) (RegisteredTool, error) {
+	var out RegisteredTool
+	err := c.do(ctx, http.MethodPut, "/api/v1/connectors/"+url.PathEscape(connector)+"/tools/"+url.PathEscape(t.Name), t, &out)
+	return out, err
 }
 
 // CancelTurn cancels a stopped turn's pending approvals; it returns how many.

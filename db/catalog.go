@@ -79,24 +79,7 @@ func (d *DB) SyncConnector(ctx context.Context, actor approval.Actor, s Connecto
 		added := 0
 		for _, t := range s.Tools {
 			names = append(names, t.Name)
-			p := approval.DefaultPolicy(t.Annotations, t.StandingApproval)
-			a := t.Annotations
-			var inserted bool
-			err := tx.QueryRow(ctx, `
-				INSERT INTO tools (connector, name, display_name, description, read_only_hint, destructive_hint,
-					idempotent_hint, open_world_hint, mode, standing_approval)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-				ON CONFLICT (connector, name) DO UPDATE SET
-					display_name = EXCLUDED.display_name, description = EXCLUDED.description,
-					annotations_changed_at = CASE WHEN (tools.read_only_hint, tools.destructive_hint, tools.idempotent_hint, tools.open_world_hint)
-						IS DISTINCT FROM (EXCLUDED.read_only_hint, EXCLUDED.destructive_hint, EXCLUDED.idempotent_hint, EXCLUDED.open_world_hint)
-						THEN now() ELSE tools.annotations_changed_at END,
-					read_only_hint = EXCLUDED.read_only_hint, destructive_hint = EXCLUDED.destructive_hint,
-					idempotent_hint = EXCLUDED.idempotent_hint, open_world_hint = EXCLUDED.open_world_hint,
-					retired_at = NULL, updated_at = now()
-				RETURNING xmax = 0`,
-				s.Name, t.Name, t.DisplayName, t.Description, a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint,
-				a.OpenWorldHint, string(p.Mode), p.StandingApproval).Scan(&inserted)
+			inserted, _, err := upsertTool(ctx, tx, s.Name, t)
 			if err != nil {
 				return err
 			}
@@ -111,6 +94,32 @@ func (d *DB) SyncConnector(ctx context.Context, actor approval.Actor, s Connecto
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionConnectorSynced, Connector: s.Name,
 			Detail: map[string]any{"tools": len(s.Tools), "new_tools": added}})
 	}))
+}
+
+// upsertTool adds a tool with the default policy for its annotations, or
+// updates an existing one's texts and hints and brings it back if it was
+// retired — never touching its policy, so a changed (untrusted) annotation
+// cannot loosen what an admin set. It reports whether the tool is new and
+// whether its annotations changed.
+func upsertTool(ctx context.Context, tx pgx.Tx, connector string, t ToolSync) (inserted, changed bool, err error) {
+	p := approval.DefaultPolicy(t.Annotations, t.StandingApproval)
+	a := t.Annotations
+	err = tx.QueryRow(ctx, `
+		INSERT INTO tools (connector, name, display_name, description, read_only_hint, destructive_hint,
+			idempotent_hint, open_world_hint, mode, standing_approval)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (connector, name) DO UPDATE SET
+			display_name = EXCLUDED.display_name, description = EXCLUDED.description,
+			annotations_changed_at = CASE WHEN (tools.read_only_hint, tools.destructive_hint, tools.idempotent_hint, tools.open_world_hint)
+				IS DISTINCT FROM (EXCLUDED.read_only_hint, EXCLUDED.destructive_hint, EXCLUDED.idempotent_hint, EXCLUDED.open_world_hint)
+				THEN now() ELSE tools.annotations_changed_at END,
+			read_only_hint = EXCLUDED.read_only_hint, destructive_hint = EXCLUDED.destructive_hint,
+			idempotent_hint = EXCLUDED.idempotent_hint, open_world_hint = EXCLUDED.open_world_hint,
+			retired_at = NULL, updated_at = now()
+		RETURNING xmax = 0, annotations_changed_at IS NOT DISTINCT FROM now()`,
+		connector, t.Name, t.DisplayName, t.Description, a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint,
+		a.OpenWorldHint, string(p.Mode), p.StandingApproval).Scan(&inserted, &changed)
+	return inserted, changed && !inserted, err
 }
 
 // DeleteConnector marks a connector deleted; its tools keep their history

@@ -19,6 +19,9 @@ type CheckRequest struct {
 	Arguments      string
 	Reason         string
 	PlaybookRunID  string
+	// AttachToPending lets a call that would ask a person join the item an
+	// earlier identical call opened (see findAttachable).
+	AttachToPending bool
 }
 
 // CheckResult is the check's answer.
@@ -140,6 +143,12 @@ func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckR
 		ev.Action = approval.ActionBlockedByPolicy
 		return RecordAudit(ctx, tx, ev)
 	case o.Verdict == approval.Pending:
+		if req.AttachToPending {
+			if a, ok, err := findAttachable(ctx, tx, key, req, tool, args.Digest, opt.Timeout); err != nil || ok {
+				res.Approval = &a
+				return err
+			}
+		}
 		a, err := createPending(ctx, tx, key, req, args, tool, opt.Timeout)
 		if err != nil {
 			return err

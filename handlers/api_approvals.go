@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -35,12 +36,14 @@ type approvalJSON struct {
 	DecidedAt       *time.Time      `json:"decided_at,omitempty"`
 	ExpiresAt       time.Time       `json:"expires_at"`
 	ArgumentsDigest string          `json:"arguments_digest"`
+	URL             string          `json:"url,omitempty"`
 	Elicitation     elicitationJSON `json:"elicitation"`
 }
 
-func toApprovalJSON(a db.Approval) approvalJSON {
+func (h *Handler) toApprovalJSON(a db.Approval) approvalJSON {
 	out := approvalJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), Code: string(a.Code()), Message: a.Message(),
 		Reason: a.RejectReason, ExpiresAt: a.ExpiresAt.UTC(), ArgumentsDigest: a.ArgumentsDigest, DecidedAt: a.DecidedAt,
+		URL: h.approvalURL(a.ID),
 		Elicitation: elicitationJSON{ID: a.ID, Type: "elicitation", ElicitationType: "tool_call_approval",
 			Message: "Allow " + a.ToolDisplay + " (" + a.ConnectorDisplay + ") to run?", Name: a.Connector + "." + a.Tool, Arguments: a.Preview}}
 	if a.Scope != nil {
@@ -51,6 +54,15 @@ func toApprovalJSON(a db.Approval) approvalJSON {
 		out.DecidedAt = &t
 	}
 	return out
+}
+
+// approvalURL is the absolute link to an item's page, for runtimes to hand
+// to the person who decides; "" when no public URL is configured.
+func (h *Handler) approvalURL(id string) string {
+	if h.Settings.BaseURL == "" {
+		return ""
+	}
+	return strings.TrimRight(h.Settings.BaseURL, "/") + "/approvals/" + url.PathEscape(id)
 }
 
 // parseWait reads ?wait= as a Go duration ("30s") or whole seconds ("30").
@@ -104,7 +116,7 @@ func (h *Handler) APIApprovalGet(c echo.Context) error {
 			return err
 		}
 	}
-	return c.JSON(http.StatusOK, toApprovalJSON(a))
+	return c.JSON(http.StatusOK, h.toApprovalJSON(a))
 }
 
 // expirySlack is added to the time an item has left, so that the re-read
@@ -191,7 +203,7 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toApprovalJSON(a))
+	return c.JSON(http.StatusOK, h.toApprovalJSON(a))
 }
 
 type cancelBody struct {

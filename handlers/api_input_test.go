@@ -47,6 +47,8 @@ func TestAPIRejectsUnknownDuplicateAndCaseVariantKeys(t *testing.T) {
 			`"conversation_id":"conv-k"`, `"turn_id":"t-k"`, `"connector":"mail"`, `"tool":"search_messages"`, `"arguments":"{}"`}},
 		{"CatalogPut", http.MethodPut, "/api/v1/connectors/extra", []string{`"display_name":"Extra"`, `"kind":"connector"`,
 			`"tools":[{"name":"t1"}]`}},
+		{"ToolPut", http.MethodPut, "/api/v1/connectors/extra/tools/t2", []string{`"display_name":"T2"`, `"annotations":{"readOnlyHint":false}`,
+			`"connector_kind":"connector"`}},
 		{"Claim", http.MethodPost, "/api/v1/approvals/" + id + "/claim", []string{`"call_id":"call-1"`, `"arguments_digest":"sha256:00"`}},
 		{"TurnCancel", http.MethodPost, "/api/v1/turns/cancel", []string{`"user":` + subject, `"conversation_id":"conv-k"`, `"turn_id":"t-k"`}},
 		{"PlaybookPut", http.MethodPut, "/api/v1/playbooks/" + dev.DemoPlaybookID, []string{`"owner":` + subject, `"definition":` + string(def)}},

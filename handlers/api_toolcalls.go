@@ -19,11 +19,17 @@ type checkBody struct {
 	Arguments      string `json:"arguments"`
 	Reason         string `json:"reason"`
 	PlaybookRunID  string `json:"playbook_run_id"`
+	// AttachToPending: when the call would ask a person, join the item an
+	// earlier identical call opened instead (see db.findAttachable for why
+	// it is opt-in).
+	AttachToPending bool `json:"attach_to_pending"`
 }
 
 type pendingJSON struct {
 	ID                 string    `json:"id"`
+	CallID             string    `json:"call_id"` // the item's call: another call's when attached
 	Status             string    `json:"status"`
+	URL                string    `json:"url,omitempty"`
 	ExpiresAt          time.Time `json:"expires_at"`
 	ArgumentsDigest    string    `json:"arguments_digest"`
 	AvailableDecisions []string  `json:"available_decisions"`
@@ -55,6 +61,7 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 	res, err := h.DB.Check(c.Request().Context(), *CurrentAPIKey(c), db.CheckRequest{
 		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, TurnID: b.TurnID,
 		Connector: b.Connector, Tool: b.Tool, Arguments: b.Arguments, Reason: b.Reason, PlaybookRunID: b.PlaybookRunID,
+		AttachToPending: b.AttachToPending,
 	}, db.CheckOptions{Timeout: h.Settings.ApprovalTimeout, DeniedThreshold: h.Settings.DeniedBlockThreshold, Condition: h.Condition})
 	if err != nil {
 		return err
@@ -67,7 +74,7 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 		out.Code, out.Message = string(res.Outcome.Code), res.Message
 	case approval.Pending:
 		a := res.Approval
-		out.Approval = &pendingJSON{ID: a.ID, Status: string(a.Status), ExpiresAt: a.ExpiresAt.UTC(),
+		out.Approval = &pendingJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), URL: h.approvalURL(a.ID), ExpiresAt: a.ExpiresAt.UTC(),
 			ArgumentsDigest: a.ArgumentsDigest, AvailableDecisions: a.AvailableDecisions}
 	}
 	return c.JSON(http.StatusOK, out)

@@ -81,6 +81,10 @@ func TestAuditScenario(t *testing.T) {
 	if status, _ := l.startRun(t); status != http.StatusConflict {
 		t.Fatal("run of a disabled playbook:", status)
 	}
+	// tool registered:
+	if status, _ := l.putTool(t, "web", "save_page", map[string]any{}); status != http.StatusOK {
+		t.Fatal(status)
+	}
 	d2 := dev.DemoPlaybook()
 	d2.Instructions = "changed"
 	l.putPlaybook(t, dev.DemoMember.Subject, d2)                                   // playbook updated
@@ -99,6 +103,7 @@ func TestAuditScenario(t *testing.T) {
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
+		"tool registered": 1,
 	}
 	got := map[string]int{}
 	for _, a := range l.AuditActions() {

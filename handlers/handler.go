@@ -43,6 +43,9 @@ type Settings struct {
 	AdminEmails          func(email string) bool
 	ApprovalTimeout      time.Duration
 	DeniedBlockThreshold int
+	// BaseURL is the public URL (COUNTERSIGN_BASE_URL), without a trailing
+	// slash; links handed to runtimes are built from it.
+	BaseURL string
 }
 
 // Handler holds the dependencies every handler shares.

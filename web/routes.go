@@ -27,6 +27,7 @@ func (s *Server) routes() {
 	api := e.Group("/api/v1", noStore, requireAPIKey(s.db))
 	api.PUT("/connectors/:connector", h.APIConnectorPut)
 	api.DELETE("/connectors/:connector", h.APIConnectorDelete)
+	api.PUT("/connectors/:connector/tools/:tool", h.APIToolPut)
 	api.POST("/tool-calls", h.APIToolCallCheck)
 	api.GET("/approvals/:id", h.APIApprovalGet)
 	api.POST("/approvals/:id/claim", h.APIApprovalClaim)

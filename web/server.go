@@ -53,6 +53,7 @@ func New(d Deps) *Server {
 		Settings: handlers.Settings{
 			AdminEmails:     d.Config.IsAdminEmail,
 			ApprovalTimeout: d.Config.ApprovalTimeout, DeniedBlockThreshold: d.Config.DeniedBlockThreshold,
+			BaseURL: d.Config.BaseURL.String(),
 		},
 	}
 	e := echo.New()

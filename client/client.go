@@ -99,6 +99,7 @@ type approvalState struct {
 	Code            string    `json:"code"`
 	Message         string    `json:"message"`
 	ExpiresAt       time.Time `json:"expires_at"`
+	ExpiresInMS     *int64    `json:"expires_in_ms"` // left by the server's clock; absent from older servers
 	ArgumentsDigest string    `json:"arguments_digest"`
 	URL             string    `json:"url"`
 }
@@ -142,6 +143,7 @@ func (c *Client) GateWithin(ctx context.Context, call Call, maxWait time.Duratio
 		stopAt = time.Now().Add(maxWait)
 	}
 	var res checkResponse
+	asked := time.Now()
 	if err := c.do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
 		return unavailable(call, ""), err
 	}
@@ -164,7 +166,7 @@ func (c *Client) GateWithin(ctx context.Context, call Call, maxWait time.Duratio
 	if err != nil {
 		return unavailable(call, res.Approval.ID), err
 	}
-	st, err := c.wait(ctx, item, res.Approval, stopAt)
+	st, err := c.wait(ctx, item, res.Approval, giveUpAt(asked, res.Approval), stopAt)
 	if err != nil {
 		return unavailable(call, res.Approval.ID), err
 	}
@@ -203,16 +205,45 @@ func stillPending(call Call, st approvalState) Outcome {
 		Message: approval.Message(approval.CodeApprovalPending, approval.MessageInput{Tool: call.Tool, URL: st.URL})}
 }
 
+// giveUpAt is when waiting on a stays pointless: its expiry plus a grace
+// for the server to report it. The time left comes from the server (by the
+// database's clock) and is counted on this process's monotonic clock from
+// when the check was sent, so a runtime whose wall clock is off neither
+// gives up early nor waits on forever. Older servers send only expires_at.
+func giveUpAt(asked time.Time, a *approvalState) time.Time {
+	const grace = 30 * time.Second
+	if a.ExpiresInMS != nil {
+		return asked.Add(time.Duration(max(*a.ExpiresInMS, 0))*time.Millisecond + grace)
+	}
+	return a.ExpiresAt.Add(grace)
+}
+
+// minPoll is the least time between two polls: a server that answers a
+// long-poll at once while the item is pending is not polled in a tight loop.
+const minPoll = 250 * time.Millisecond
+
 // wait long-polls until the item settles, stopAt (when set) has passed —
-// then it returns the item still pending — or its expiry (plus a grace for
-// the server's sweep) has passed. callID is the item's call.
-func (c *Client) wait(ctx context.Context, callID string, a *approvalState, stopAt time.Time) (approvalState, error) {
+// then it returns the item still pending — or giveUp has passed. callID is
+// the item's call.
+func (c *Client) wait(ctx context.Context, callID string, a *approvalState, giveUp, stopAt time.Time) (approvalState, error) {
 	st := *a
-	giveUp := a.ExpiresAt.Add(30 * time.Second)
+	var last time.Time
 	for st.Status == string(approval.StatusPending) || st.Status == "" {
 		if time.Now().After(giveUp) {
 			return st, errors.New("countersign: approval still pending after its expiry")
 		}
+		pause := minPoll - time.Since(last)
+		if !stopAt.IsZero() {
+			pause = min(pause, time.Until(stopAt))
+		}
+		if !last.IsZero() && pause > 0 {
+			select {
+			case <-ctx.Done():
+				return st, ctx.Err()
+			case <-time.After(pause):
+			}
+		}
+		last = time.Now()
 		wait := c.PollWait
 		if wait <= 0 {
 			wait = 30 * time.Second
@@ -251,6 +282,12 @@ func (c *Client) claim(ctx context.Context, call Call, callID string, st approva
 	if err == nil && (claimed.Status != string(approval.StatusConsumed) || claimed.ID != st.ID ||
 		claimed.CallID != callID || claimed.ArgumentsDigest != digest) {
 		err = fmt.Errorf("countersign: claim answered without consuming approval %q for this call (status %q)", st.ID, claimed.Status)
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusConflict && e.Code == string(approval.CodeBlockedByPolicy) {
+		// An admin blocked the tool after the person approved: the model is
+		// told so, not that the check failed.
+		return notAllowed(call, e.Code, "", st.ID)
 	}
 	if err != nil {
 		return unavailable(call, st.ID), err

@@ -158,7 +158,6 @@ func TestGateFailsClosedOnClaim(t *testing.T) {
 	cases := map[string]failure{
 		"Consumed":         {answer(http.StatusConflict, `{"error":{"code":"consumed","message":"This approval was already used."}}`), "409 consumed"},
 		"Mismatch":         {answer(http.StatusConflict, `{"error":{"code":"call_mismatch","message":"different call"}}`), "409 call_mismatch"},
-		"BlockedByPolicy":  {answer(http.StatusConflict, `{"error":{"code":"blocked_by_policy","message":"blocked"}}`), "409 blocked_by_policy"},
 		"ServerError":      {answer(http.StatusInternalServerError, `{"error":{"code":"internal","message":"Something went wrong."}}`), "500 internal"},
 		"BadGateway":       {answer(http.StatusBadGateway, `<html>bad gateway</html>`), "502"},
 		"NotJSON":          {answer(http.StatusOK, `ok`), "unreadable answer"},

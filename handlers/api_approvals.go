@@ -35,6 +35,7 @@ type approvalJSON struct {
 	Reason          string          `json:"reason,omitempty"`
 	DecidedAt       *time.Time      `json:"decided_at,omitempty"`
 	ExpiresAt       time.Time       `json:"expires_at"`
+	ExpiresInMS     int64           `json:"expires_in_ms"` // time left by the database's clock
 	ArgumentsDigest string          `json:"arguments_digest"`
 	URL             string          `json:"url,omitempty"`
 	Elicitation     elicitationJSON `json:"elicitation"`
@@ -42,7 +43,7 @@ type approvalJSON struct {
 
 func (h *Handler) toApprovalJSON(a db.Approval) approvalJSON {
 	out := approvalJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), Code: string(a.Code()), Message: a.Message(),
-		Reason: a.RejectReason, ExpiresAt: a.ExpiresAt.UTC(), ArgumentsDigest: a.ArgumentsDigest, DecidedAt: a.DecidedAt,
+		Reason: a.RejectReason, ExpiresAt: a.ExpiresAt.UTC(), ExpiresInMS: a.ExpiresIn.Milliseconds(), ArgumentsDigest: a.ArgumentsDigest, DecidedAt: a.DecidedAt,
 		URL: h.approvalURL(a.ID),
 		Elicitation: elicitationJSON{ID: a.ID, Type: "elicitation", ElicitationType: "tool_call_approval",
 			Message: "Allow " + a.ToolDisplay + " (" + a.ConnectorDisplay + ") to run?", Name: a.Connector + "." + a.Tool, Arguments: a.Preview}}

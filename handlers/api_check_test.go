@@ -32,6 +32,15 @@ func TestCheck(t *testing.T) {
 		if d := a["available_decisions"].([]any); len(d) != 4 {
 			t.Fatal(d)
 		}
+		// The time left, by the database's clock, for runtimes whose own
+		// clock may differ: just under the 600 s cap.
+		if ms, ok := a["expires_in_ms"].(float64); !ok || ms <= 590_000 || ms > 600_000 {
+			t.Fatalf("expires_in_ms %v", a["expires_in_ms"])
+		}
+		status, got := l.API(l.Key, http.MethodGet, "/api/v1/approvals/"+a["id"].(string), nil)
+		if ms, ok := got["expires_in_ms"].(float64); status != http.StatusOK || !ok || ms <= 0 || ms > 600_000 {
+			t.Fatalf("GET approval: %d expires_in_ms %v", status, got["expires_in_ms"])
+		}
 	})
 	t.Run("SameCallSameItem", func(t *testing.T) {
 		c := l.call("mail", "send_email", `{"to":"a@b.c"}`)

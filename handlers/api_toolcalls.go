@@ -31,6 +31,7 @@ type pendingJSON struct {
 	Status             string    `json:"status"`
 	URL                string    `json:"url,omitempty"`
 	ExpiresAt          time.Time `json:"expires_at"`
+	ExpiresInMS        int64     `json:"expires_in_ms"` // time left by the database's clock
 	ArgumentsDigest    string    `json:"arguments_digest"`
 	AvailableDecisions []string  `json:"available_decisions"`
 }
@@ -74,7 +75,7 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 		out.Code, out.Message = string(res.Outcome.Code), res.Message
 	case approval.Pending:
 		a := res.Approval
-		out.Approval = &pendingJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), URL: h.approvalURL(a.ID), ExpiresAt: a.ExpiresAt.UTC(),
+		out.Approval = &pendingJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), URL: h.approvalURL(a.ID), ExpiresAt: a.ExpiresAt.UTC(), ExpiresInMS: a.ExpiresIn.Milliseconds(),
 			ArgumentsDigest: a.ArgumentsDigest, AvailableDecisions: a.AvailableDecisions}
 	}
 	return c.JSON(http.StatusOK, out)

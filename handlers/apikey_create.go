@@ -11,7 +11,7 @@ import (
 // APIKeyCreate makes a key and shows it once, on this response only (it is
 // never stored in the session or a redirect).
 func (h *Handler) APIKeyCreate(c echo.Context) error {
-	name := c.FormValue("name")
+	name := c.Request().PostFormValue("name")
 	key, k, err := h.DB.CreateAPIKey(c.Request().Context(), name, CurrentUser(c))
 	if e := approval.AsError(err); e != nil && e.Kind == approval.KindUnprocessable {
 		return h.renderAPIKeys(c, http.StatusUnprocessableEntity, views.APIKeysView{Name: name, Error: e.Message})

@@ -37,7 +37,7 @@ func (h *Handler) PlaybookSchedule(c echo.Context) error {
 // cron expression is answered here (handled): the page again with the
 // input and the message, 422, and nothing stored.
 func (h *Handler) formSchedule(c echo.Context) (expr string, handled bool, err error) {
-	raw := c.FormValue("schedule")
+	raw := c.Request().PostFormValue("schedule")
 	expr, invalid := approval.CheckSchedule(raw)
 	if invalid == nil {
 		return expr, false, nil
@@ -97,7 +97,7 @@ func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, 
 // A schedule that is not a cron expression is refused before anything is
 // approved or stored.
 func (h *Handler) PlaybookApprove(c echo.Context) error {
-	then := c.FormValue("then")
+	then := c.Request().PostFormValue("then")
 	var schedule string
 	if then == "schedule" {
 		expr, handled, err := h.formSchedule(c)

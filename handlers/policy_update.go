@@ -24,12 +24,12 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 		return err
 	}
 	f := h.policyForm(c, t)
-	f.Mode = approval.Mode(c.FormValue("mode"))
-	f.Standing = c.FormValue("standing_approval") == "1"
-	f.Condition = strings.TrimSpace(c.FormValue("condition"))
-	f.Sample = c.FormValue("sample")
-	f.Version, _ = strconv.Atoi(c.FormValue("version"))
-	action := c.FormValue("action")
+	f.Mode = approval.Mode(c.Request().PostFormValue("mode"))
+	f.Standing = c.Request().PostFormValue("standing_approval") == "1"
+	f.Condition = strings.TrimSpace(c.Request().PostFormValue("condition"))
+	f.Sample = c.Request().PostFormValue("sample")
+	f.Version, _ = strconv.Atoi(c.Request().PostFormValue("version"))
+	action := c.Request().PostFormValue("action")
 	if !f.Mode.Valid() {
 		f.Error = "Choose a mode: allow, require approval or block."
 		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))

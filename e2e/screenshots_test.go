@@ -32,6 +32,8 @@ func TestScreenshots(t *testing.T) {
 		{CallID: "s1", Connector: "mail", Tool: "send_email", Arguments: `{"to":"finance@acme.example","subject":"Invoice 4471 — payment scheduled","body":"Hello,\n\nThe invoice 4471 is scheduled for payment on Friday. Let me know if anything is missing. We also attached the remittance advice and the updated purchase order so your team can reconcile both documents before the end of the quarter.\n\nBest regards,\nMaya"}`, Reason: "Confirm the payment date to Acme's finance team."},
 		{CallID: "s2", Connector: "web", Tool: "open_page", Arguments: `{"url":"https://status.example.com/incidents/2291?utm_source=agent&utm_medium=chat&session=8f1b2c9d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4"}`},
 		{CallID: "s3", Connector: "system", Tool: "run_command", Arguments: `{"command": "rm -rf ./build && make release", "cwd": [unclosed`},
+		{CallID: "s4", Connector: "mail", Tool: "send_email", Arguments: "{\"to\":\"billing@p\u0430ypal.com\",\"subject\":\"Pay\u200bPal receipt\",\"attachment\":\"invoice_4471_\u202Efdp.exe\",\"body\":\"Line one\\rLine two\"}",
+			Reason: "Forward the receipt\u2066 as asked"},
 	}
 	// The runtime waits on these until the test ends; it stops waiting then.
 	waiting, stop := context.WithCancel(context.Background())
@@ -42,7 +44,7 @@ func TestScreenshots(t *testing.T) {
 		wg.Add(1)
 		go func(c client.Call) { defer wg.Done(); _, _ = rt.Gate(waiting, c) }(calls[i])
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="approval-card"]').length === 3`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="approval-card"]').length === 4`)); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "inbox-pending")

@@ -94,6 +94,8 @@ func (h *Handler) Page(c echo.Context, title, active string) views.Page {
 	p.CSRFToken, _ = c.Get(CtxCSRF).(string)
 	if u := CurrentUser(c); u != nil {
 		p.User = &views.UserView{Name: u.DisplayName(), Email: u.Email, IsAdmin: u.IsAdmin}
+		// A page without the count is still a page: the stream sends it.
+		p.Pending, _ = h.DB.PendingCountFor(c.Request().Context(), u.Subject)
 	}
 	if loaded, _ := c.Get(CtxSession).(bool); loaded {
 		ctx := c.Request().Context()

@@ -2,9 +2,9 @@ package handlers_test
 
 import (
 	"context"
-	"regexp"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,7 +45,7 @@ func TestApprovalPage(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatal(status)
 		}
-		if !doc.has(`id="approval-page"[^>]*data-pending`) || !doc.has(`data-testid="approval-card" data-approval-id="` + id + `"`) {
+		if !doc.has(`id="approval-page"[^>]*data-pending`) || !doc.has(`data-testid="approval-card" data-approval-id="`+id+`"`) {
 			t.Fatal("no pending card on the page")
 		}
 		if got := testid(doc, "arg-value"); !strings.Contains(got, "finance@acme.example") {

@@ -53,10 +53,17 @@
 
   // A request's own page reloads its detail once the request is no longer
   // waiting: decided here or elsewhere, expired or cancelled.
+  var refocus = false;
+  document.addEventListener('htmx:afterSettle', function () {
+    var outcome = refocus && document.querySelector('#approval-page [data-testid="outcome"]');
+    if (outcome) { refocus = false; outcome.focus(); }
+  });
   function refreshRequest() {
     var page = document.querySelector('#approval-page[data-pending]');
     if (!page || page.getAttribute('data-refreshing')) { return; }
     page.setAttribute('data-refreshing', '1');
+    // Focus in the part being replaced moves to the outcome, not to nowhere.
+    refocus = page.contains(document.activeElement) && document.activeElement !== document.body;
     htmx.ajax('GET', window.location.pathname, { target: '#approval-page', select: '#approval-page', swap: 'outerHTML' });
   }
   function onCount(e) {

@@ -113,6 +113,9 @@
       });
     });
     showNotify();
+    // The permission can change in the browser's settings meanwhile.
+    window.addEventListener('focus', showNotify);
+    document.addEventListener('visibilitychange', showNotify);
   }
   function onArrived(e) {
     var data;

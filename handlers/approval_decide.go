@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -37,7 +38,18 @@ func (h *Handler) ApprovalDecide(c echo.Context) error {
 	}
 	label, _ := row.Outcome()
 	h.flash(c, label+": "+a.ToolDisplay+". The agent has its answer.", false)
-	return redirect(c, "/")
+	return redirect(c, decidedFrom(c, id))
+}
+
+// decidedFrom is where a decision made without script returns: to the
+// request's own page when it was made there (the Referer, sent same-origin
+// only, says so), else to the inbox. Only that exact path is honoured.
+func decidedFrom(c echo.Context, id string) string {
+	page := "/approvals/" + id
+	if ref, err := url.Parse(c.Request().Referer()); err == nil && ref.Path == page && ref.Host == c.Request().Host {
+		return page
+	}
+	return "/"
 }
 
 // lateDecision answers a decision that lost (409): the card, or the page,

@@ -26,6 +26,13 @@ const keepAlive = 25 * time.Second
 // "recent" row) for each that is answered, expires or is cancelled. It
 // compares the pending set on every poke instead of trusting single
 // notifications, so merged or dropped pokes lose nothing.
+//
+// With ?with=count the stream also carries "count" (the number of waiting
+// calls and their ids, as JSON) at the start and whenever the set changes,
+// and "arrived" (id, tool and connector names, never arguments) for each new
+// item: for the tab title, the favicon, desktop notifications and a
+// request's own page. With ?only=count it carries only those two, so that
+// pages other than the inbox stay current without rendering any card.
 func (h *Handler) Events(c echo.Context) error {
 	if h.Hub == nil {
 		return echo.ErrNotFound
@@ -48,23 +55,10 @@ func (h *Handler) Events(c echo.Context) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	// The list as of subscribing, unless the page (or, after a reconnect,
-	// the page as first loaded) already shows exactly that set: replacing
-	// the list would drop a reason being typed or a click under way. Every
-	// later change arrives in order on this same stream, so nothing falls
-	// between the page and the stream.
-	if c.QueryParam("have") != pendingKey(pending) {
-		list, err := renderString(c, views.StreamSync(h.cards(c, pending)))
-		if err != nil {
-			return nil // headers are sent; the browser reconnects
-		}
-		if err := writeEvent(w, "sync", list); err != nil {
-			return nil
-		}
-	} else if _, err := fmt.Fprint(w, ": in sync\n\n"); err != nil {
-		return nil
-	} else {
-		w.Flush()
+	mode := streamMode{countOnly: c.QueryParam("only") == "count"}
+	mode.counts = mode.countOnly || c.QueryParam("with") == "count"
+	if err := h.sendStart(c, pending, mode); err != nil {
+		return nil // headers are sent; the browser reconnects
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
@@ -94,7 +88,7 @@ func (h *Handler) Events(c echo.Context) error {
 			if h.sessionEnded(c) {
 				return nil
 			}
-			if known, err = h.sendChanges(c, known); err != nil {
+			if known, err = h.sendChanges(c, known, mode); err != nil {
 				if ctx.Err() == nil {
 					h.Log.WarnContext(ctx, "event stream", "err", err)
 				}
@@ -104,7 +98,35 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 }
 
-func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string]bool, error) {
+// sendStart sends what the stream starts with. The list as of subscribing,
+// unless the page (or, after a reconnect, the page as first loaded) already
+// shows exactly that set: replacing the list would drop a reason being
+// typed or a click under way. Every later change arrives in order on this
+// same stream, so nothing falls between the page and the stream. Then the
+// count, which every page shows in its title.
+func (h *Handler) sendStart(c echo.Context, pending []db.Approval, mode streamMode) error {
+	w := c.Response()
+	if !mode.countOnly && c.QueryParam("have") != pendingKey(pending) {
+		list, err := renderString(c, views.StreamSync(h.cards(c, pending)))
+		if err != nil {
+			return err
+		}
+		if err := writeEvent(w, "sync", list); err != nil {
+			return err
+		}
+	} else if !mode.counts {
+		if _, err := fmt.Fprint(w, ": in sync\n\n"); err != nil {
+			return err
+		}
+		w.Flush()
+	}
+	if mode.counts {
+		return writeCount(w, pending)
+	}
+	return nil
+}
+
+func (h *Handler) sendChanges(c echo.Context, known map[string]bool, mode streamMode) (map[string]bool, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
 	pending, err := h.DB.PendingFor(ctx, u.Subject)
@@ -113,11 +135,21 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string
 	}
 	now := make(map[string]bool, len(pending))
 	w := c.Response()
+	changed := len(pending) != len(known)
 	// Oldest first, so that prepending leaves the newest on top.
 	for i := len(pending) - 1; i >= 0; i-- {
 		a := pending[i]
 		now[a.ID] = true
 		if known[a.ID] {
+			continue
+		}
+		changed = true
+		if mode.counts {
+			if err := writeArrived(w, a); err != nil {
+				return known, err
+			}
+		}
+		if mode.countOnly {
 			continue
 		}
 		html, err := renderString(c, views.StreamNew(h.card(c, a)))
@@ -127,6 +159,15 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool) (map[string
 		if err := writeEvent(w, "new", html); err != nil {
 			return known, err
 		}
+	}
+	if changed && mode.counts {
+		if err := writeCount(w, pending); err != nil {
+			return known, err
+		}
+	}
+	if mode.countOnly {
+		w.Flush()
+		return now, nil
 	}
 	for id := range known {
 		if now[id] {

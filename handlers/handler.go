@@ -97,6 +97,11 @@ func (h *Handler) Page(c echo.Context, title, active string) views.Page {
 	p.CSRFToken, _ = c.Get(CtxCSRF).(string)
 	if u := CurrentUser(c); u != nil {
 		p.User = &views.UserView{Name: u.DisplayName(), Email: u.Email, IsAdmin: u.IsAdmin}
+		// A page without the count is still a page (the stream sends it),
+		// so a slow or failing count neither delays nor fails the page.
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		p.Pending, _ = h.DB.PendingCountFor(ctx, u.Subject)
+		cancel()
 	}
 	if loaded, _ := c.Get(CtxSession).(bool); loaded {
 		ctx := c.Request().Context()

@@ -205,7 +205,7 @@ func TestEventStreamSkipsSyncWhenCurrent(t *testing.T) {
 	l := newLoop(t)
 	l.pending(t, l.call("mail", "send_email", `{"to":"a"}`))
 	_, page := l.Member.Get("/")
-	m := regexp.MustCompile(`sse-connect="(/events\?have=[0-9a-f]+)"`).FindStringSubmatch(page)
+	m := regexp.MustCompile(`sse-connect="(/events\?have=[0-9a-f]+)(?:&amp;with=count)?"`).FindStringSubmatch(page)
 	if m == nil {
 		t.Fatal("no stream address on the page")
 	}

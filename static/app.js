@@ -29,4 +29,118 @@
     var t = e.detail.target;
     if (t && t.matches && t.matches('[data-focus-after-swap]')) { t.focus(); }
   });
+
+  // The count of waiting calls: in the tab title and on the favicon, on
+  // every signed-in page, kept current by the event stream's "count".
+  var favicon = document.querySelector('link[data-favicon]');
+  function badgeIcon(n) {
+    var label = n > 99 ? '99+' : String(n);
+    var size = label.length > 2 ? 11 : (label.length > 1 ? 14 : 17);
+    var svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">' +
+      '<rect width="32" height="32" rx="7" fill="#2f4fd1"/>' +
+      '<circle cx="18" cy="14" r="14" fill="#d1242f"/>' +
+      '<text x="18" y="14" dy=".35em" text-anchor="middle" font-family="Arial,sans-serif" font-weight="700" font-size="' + size + '" fill="#fff">' + label + '</text></svg>';
+    return 'data:image/svg+xml,' + encodeURIComponent(svg);
+  }
+  function setCount(n) {
+    if (!(n >= 0) || !document.body.hasAttribute('data-signed-in')) { return; }
+    var base = document.documentElement.getAttribute('data-title') || document.title;
+    document.title = (n > 0 ? '(' + n + ') ' : '') + base;
+    document.body.setAttribute('data-pending', String(n));
+    if (favicon) { favicon.href = n > 0 ? badgeIcon(n) : '/static/favicon.svg'; }
+  }
+  setCount(parseInt(document.body.getAttribute('data-pending'), 10));
+
+  // A request's own page reloads its detail once the request is no longer
+  // waiting: decided here or elsewhere, expired or cancelled.
+  var refocus = false;
+  document.addEventListener('htmx:afterSettle', function () {
+    var outcome = refocus && document.querySelector('#approval-page [data-testid="outcome"]');
+    if (outcome) { refocus = false; outcome.focus(); }
+  });
+  function refreshRequest() {
+    var page = document.querySelector('#approval-page[data-pending]');
+    if (!page || page.getAttribute('data-refreshing')) { return; }
+    page.setAttribute('data-refreshing', '1');
+    // Focus in the part being replaced moves to the outcome, not to nowhere.
+    refocus = page.contains(document.activeElement) && document.activeElement !== document.body;
+    htmx.ajax('GET', window.location.pathname, { target: '#approval-page', select: '#approval-page', swap: 'outerHTML' });
+  }
+  function onCount(e) {
+    var data;
+    try { data = JSON.parse(e.data); } catch (err) { return; }
+    setCount(data.count);
+    var page = document.querySelector('#approval-page[data-pending]');
+    if (page && (data.ids || []).indexOf(page.getAttribute('data-approval-page')) < 0) { refreshRequest(); }
+  }
+  document.addEventListener('htmx:afterSwap', function (e) {
+    var t = e.detail.target;
+    if (t && t.closest && t.id !== 'approval-page' && t.closest('#approval-page[data-pending]')) { refreshRequest(); }
+  });
+
+  // Desktop notifications, only after a click on "Notify me"; the choice is
+  // remembered in this browser. A notification names the tool and where it
+  // comes from, never argument values (it may show on a locked screen).
+  var notifyKey = 'countersign.notify';
+  function stored() { try { return window.localStorage.getItem(notifyKey); } catch (err) { return null; } }
+  function store(v) { try { window.localStorage.setItem(notifyKey, v); } catch (err) { /* private mode */ } }
+  function notifyOn() { return 'Notification' in window && Notification.permission === 'granted' && stored() === 'on'; }
+  var notifyButton = document.querySelector('[data-notify]');
+  var notifyNote = document.querySelector('[data-notify-note]');
+  function showNotify() {
+    if (!notifyButton) { return; }
+    var why = '';
+    if (!('Notification' in window)) {
+      why = 'This browser cannot show desktop notifications.';
+    } else if (Notification.permission === 'denied') {
+      why = 'Notifications are blocked for this site in the browser’s settings.';
+    }
+    notifyButton.hidden = why !== '';
+    notifyNote.hidden = why === '';
+    notifyNote.textContent = why;
+    var on = notifyOn();
+    notifyButton.textContent = on ? 'Notifications on' : 'Notify me';
+    notifyButton.setAttribute('aria-pressed', on ? 'true' : 'false');
+    notifyButton.title = on ? 'Click to stop desktop notifications in this browser' : 'Show a desktop notification when a call waits for you';
+  }
+  if (notifyButton) {
+    notifyButton.addEventListener('click', function () {
+      if (notifyOn()) { store('off'); showNotify(); return; }
+      if (Notification.permission === 'granted') { store('on'); showNotify(); return; }
+      Notification.requestPermission().then(function (p) {
+        if (p === 'granted') { store('on'); }
+        showNotify();
+      });
+    });
+    showNotify();
+    // The permission can change in the browser's settings meanwhile.
+    window.addEventListener('focus', showNotify);
+    document.addEventListener('visibilitychange', showNotify);
+  }
+  function onArrived(e) {
+    var data;
+    try { data = JSON.parse(e.data); } catch (err) { return; }
+    // The tab being looked at shows the call already.
+    if (!notifyOn() || (document.visibilityState === 'visible' && document.hasFocus())) { return; }
+    var n = new Notification(data.tool + ' is waiting for your answer', {
+      body: 'From ' + data.connector + '. Open to see the call and decide.', tag: 'countersign-' + data.id
+    });
+    n.onclick = function () { window.focus(); window.location.assign(data.url); n.close(); };
+  }
+
+  // The stream: the inbox's own (htmx), or a count-only one on other pages.
+  var attached = typeof WeakSet === 'function' ? new WeakSet() : null;
+  function attach(source) {
+    if (!source || (attached && attached.has(source))) { return; }
+    if (attached) { attached.add(source); }
+    source.addEventListener('count', onCount);
+    source.addEventListener('arrived', onArrived);
+  }
+  document.addEventListener('htmx:sseOpen', function (e) { attach(e.detail && e.detail.source); });
+  if (document.body.hasAttribute('data-signed-in') && !document.querySelector('[sse-connect]') && 'EventSource' in window) {
+    var own = new EventSource('/events?only=count');
+    own.onopen = function () { setLive(true); };
+    own.onerror = function () { setLive(false); };
+    attach(own);
+  }
 })();

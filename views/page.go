@@ -10,6 +10,30 @@ type Page struct {
 	User      *UserView
 	CSRFToken string
 	Flash     *Flash
+	// Pending is how many calls wait for the signed-in person, for the tab
+	// title and the favicon's badge; the event stream keeps both current.
+	Pending int
+}
+
+// baseTitle is the tab title without the count.
+func (p Page) baseTitle() string { return p.Title + " · Countersign" }
+
+// tabTitle is the tab title: the count of waiting calls first, so that it
+// shows in a narrow tab, "(3) Inbox · Countersign".
+func (p Page) tabTitle() string {
+	if p.User != nil && p.Pending > 0 {
+		return "(" + itoa(p.Pending) + ") " + p.baseTitle()
+	}
+	return p.baseTitle()
+}
+
+// favicon is the icon with a badge while calls wait. The script replaces
+// it with one that shows the number.
+func (p Page) favicon() string {
+	if p.User != nil && p.Pending > 0 {
+		return "/static/favicon-pending.svg"
+	}
+	return "/static/favicon.svg"
 }
 
 // UserView is the signed-in person as the layout shows them.

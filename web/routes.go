@@ -47,6 +47,7 @@ func (s *Server) routes() {
 
 	user := browser.Group("", requireUser)
 	user.GET("/", h.InboxList)
+	user.GET("/approvals/:id", h.ApprovalShow)
 	user.POST("/approvals/:id/decision", h.ApprovalDecide)
 	user.GET("/events", h.Events)
 	user.POST("/auth/logout", h.Logout)

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// ApprovalShow is one request's own page, the address every notification
+// links to. Its owner sees the inbox's card while it waits and can decide
+// there; once settled, the outcome, who decided and when. Anyone else gets
+// 404, exactly as for a decision, and the attempt is logged.
+func (h *Handler) ApprovalShow(c echo.Context) error {
+	u := CurrentUser(c)
+	id := c.Param("id")
+	ctx := c.Request().Context()
+	a, err := h.DB.ApprovalForOwner(ctx, id, u.Subject)
+	if err != nil {
+		if approval.KindOf(err) == approval.KindNotFound {
+			// 404, not 403: don't confirm that someone else's item exists.
+			h.Log.WarnContext(ctx, "request page refused: not the owner, or no such item",
+				"user_id", u.ID, "subject", u.Subject, "approval_id", id, "ip", c.RealIP())
+		}
+		return err
+	}
+	v := views.ApprovalPageView{Page: h.Page(c, "Request", "inbox"), ID: a.ID, Card: h.card(c, a),
+		Status: a.Status, DecidedAt: a.DecidedAt, ConsumedAt: a.ConsumedAt, Reason: a.RejectReason}
+	// A pending item past its expiry is expired, swept or not: it can no
+	// longer be decided.
+	v.Pending = a.Status == approval.StatusPending && a.ExpiresIn > 0
+	if a.Status == approval.StatusPending && !v.Pending {
+		v.Status = approval.StatusExpired
+	}
+	if a.Scope != nil {
+		v.Scope = approval.Scope(*a.Scope)
+	}
+	if a.Status == approval.StatusCancelled {
+		v.Code = a.Code()
+	}
+	if a.ReviewerID != nil {
+		reviewer, err := h.DB.UserByID(ctx, *a.ReviewerID)
+		if err != nil {
+			return err
+		}
+		v.DecidedBy = reviewer.DisplayName()
+	}
+	return Render(c, http.StatusOK, views.ApprovalPage(v))
+}

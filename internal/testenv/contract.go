@@ -23,8 +23,8 @@ import (
 // every request an API or client test sends to /api/v1, and every answer,
 // is validated; a mismatch fails the test that made it (reported when the
 // Env stops). What counts as a mismatch:
-//   - a route the document does not list, answered with anything but 401,
-//     404 or 405;
+//   - a route the document does not list, answered with anything but a
+//     refusal (400, 401, 404 or 405);
 //   - a request the document says is invalid (an unknown field, a broken
 //     limit, no key) that the server accepted with a status below 400;
 //   - an answer whose status the operation does not list, or whose body
@@ -109,8 +109,8 @@ func (k *Contract) Check(req *http.Request, reqBody []byte, status int, header h
 	route, params, err := k.router.FindRoute(r)
 	if err != nil {
 		switch status {
-		case http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed:
-			return ""
+		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed:
+			return "" // refused: the server does not offer it either
 		}
 		return at + ": the route is not in docs/openapi.yaml"
 	}

@@ -29,6 +29,7 @@ func TestContractCatchesDrift(t *testing.T) {
 		{"OKRefusedBadRequest", "POST", "/api/v1/tool-calls", `{"colour":1}`, false, 400,
 			`{"error":{"code":"invalid_request","message":"Unknown field colour."}}`, ""},
 		{"OKUnknownRouteRefused", "GET", "/api/v1/nope", "", false, 404, `{"error":{"code":"not_found","message":"x"}}`, ""},
+		{"ErrUndocumentedRouteServerError", "GET", "/api/v1/nope", "", false, 500, `{"error":{"code":"internal_error","message":"x"}}`, "route is not in"},
 		{"ErrUndocumentedRoute", "PUT", "/api/v1/connectors/mail/tools/send", `{}`, false, 200, `{}`, "route is not in"},
 		{"ErrUndocumentedRequestField", "POST", "/api/v1/tool-calls", strings.Replace(check, `}`, `,"attach_to_pending":true}`, 1),
 			false, 200, `{"call_id":"c1","decision":"allow","via":"policy"}`, "accepted a request"},

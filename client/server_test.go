@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/countersign/countersign/web"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { os.Exit(testenv.RunWith(m, startExampleServer)) }
 
 // realServer starts Countersign with the demo catalog and returns a client
 // for it and the demo member, signed in.

@@ -23,7 +23,8 @@ func (s *Server) routes() {
 	e.GET("/metrics", s.metrics.handler())
 	e.GET("/static/*", staticHandler())
 
-	// Runtime API.
+	// Runtime API. Its contract is public; everything else needs a key.
+	e.GET("/api/v1/openapi.json", h.APIOpenAPI)
 	api := e.Group("/api/v1", noStore, requireAPIKey(s.db))
 	api.PUT("/connectors/:connector", h.APIConnectorPut)
 	api.DELETE("/connectors/:connector", h.APIConnectorDelete)

@@ -208,11 +208,16 @@ func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*bench
 			return nil, err
 		}
 	}
-	if _, err := db.Migrate(ctx, dbURL); err != nil {
-		b.close()
-		return nil, err
+	var store *db.DB
+	var err error
+	if b.cluster != nil {
+		// Its own throwaway cluster: set it up.
+		if _, err = db.Migrate(ctx, dbURL); err == nil {
+			store, err = db.Open(ctx, dbURL)
+		}
+	} else {
+		store, err = openMigrated(ctx, dbURL)
 	}
-	store, err := db.Open(ctx, dbURL)
 	if err != nil {
 		b.close()
 		return nil, err

@@ -71,13 +71,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.BaseURL = devBaseURL(ln.Addr().(*net.TCPAddr))
 	}
 	ready := func(a *app) {
-		fmt.Fprintf(stdout, "\nCountersign is running: open %s\n", cfg.BaseURL)
-		fmt.Fprintf(stdout, "Sign in as %s (member) or %s (admin) on the development sign-in page.\n", dev.DemoMember.Name, dev.DemoAdmin.Name)
-		fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
+		keyFile := filepath.Join(*dataDir, devKeyFile)
+		key, err := devAPIKey(ctx, a.db, keyFile)
+		if err != nil {
+			log.Error("dev API key", "err", err)
+		}
+		printHandover(stdout, handover{BaseURL: cfg.BaseURL.String(), APIKey: key, KeyFile: keyFile,
+			DatabaseURL: redactedURL(cfg.DatabaseURL), Users: []dev.DemoUser{dev.DemoMember, dev.DemoAdmin}})
 		if *noAgent {
 			return
 		}
-		key, _, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
+		agentKey, _, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
 		if err != nil {
 			log.Error("demo agent key", "err", err)
 			return
@@ -85,7 +89,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		go func() {
 			// Wait until the server answers before the agent starts.
 			time.Sleep(300 * time.Millisecond)
-			err := dev.RunAgent(ctx, dev.AgentOptions{Client: client.New(cfg.BaseURL.String(), key),
+			err := dev.RunAgent(ctx, dev.AgentOptions{Client: client.New(cfg.BaseURL.String(), agentKey),
 				User: dev.DemoMember.Subject, Interval: *interval, Out: prefixWriter{w: stdout, prefix: "agent │ "}})
 			if err != nil && !errors.Is(err, context.Canceled) {
 				log.Error("demo agent stopped", "err", err)

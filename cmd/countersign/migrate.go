@@ -56,10 +56,7 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if cfg.DatabaseURL == "" {
 		return errors.New("COUNTERSIGN_DATABASE_URL is required for apikey create")
 	}
-	if _, err := db.Migrate(ctx, cfg.DatabaseURL); err != nil {
-		return err
-	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := openMigrated(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
@@ -93,7 +90,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.DatabaseURL == "" {
 		return errors.New("COUNTERSIGN_DATABASE_URL is required for audit verify")
 	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := openMigrated(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
@@ -110,3 +107,14 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 var errChainBroken = errors.New("the audit chain is broken")
+
+// openMigrated opens a database that already holds Countersign's schema.
+// Only migrate, serve and dev migrate: any other command pointed at a
+// database without the schema (a guessed URL) is refused, and the database
+// is left as it was.
+func openMigrated(ctx context.Context, url string) (*db.DB, error) {
+	if err := db.CheckSchema(ctx, url); err != nil {
+		return nil, err
+	}
+	return db.Open(ctx, url)
+}

@@ -41,6 +41,13 @@ func Main(m *testing.M) {
 
 // Run is Main without the exit, for packages with more to clean up.
 func Run(m *testing.M) int {
+	return run(m, nil)
+}
+
+// run starts the database (a private cluster without
+// COUNTERSIGN_TEST_DATABASE_URL), then setup, if any, then the tests;
+// setup's teardown runs after them and may fail the run.
+func run(m *testing.M, setup func() (func() int, error)) int {
 	adminURL = os.Getenv("COUNTERSIGN_TEST_DATABASE_URL")
 	if adminURL == "" {
 		dir, err := os.MkdirTemp("", "countersign-test-pg-")
@@ -59,7 +66,19 @@ func Run(m *testing.M) int {
 		defer func() { _ = c.Stop() }()
 		adminURL = c.URL()
 	}
-	return m.Run()
+	if setup == nil {
+		return m.Run()
+	}
+	teardown, err := setup()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if teardown() != 0 && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // templateName is derived from the migrations' content, so a changed

@@ -33,8 +33,11 @@ type Env struct {
 	Server  *web.Server
 	BaseURL string
 	Config  web.Config
-	log     *lockedWriter
-	cancel  context.CancelFunc
+	// Contract validates every runtime API exchange against the OpenAPI
+	// document; its mismatches fail the test when the Env stops.
+	Contract *Contract
+	log      *lockedWriter
+	cancel   context.CancelFunc
 }
 
 // Option adjusts an Env's configuration before it starts.
@@ -105,6 +108,10 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 		t.Fatal("testenv: listener not ready")
 	}
 	e.Server = web.New(web.Deps{Config: cfg, DB: e.DB, Log: log, Hub: e.Hub})
+	if e.Contract, err = NewContract(); err != nil {
+		t.Fatal(err)
+	}
+	e.Server.Echo.Pre(e.Contract.Middleware)
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer dcancel()
 	if err := e.Server.OIDC.Discover(dctx); err != nil {
@@ -119,6 +126,9 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 		cancel()
 		<-done
 		e.DB.Close()
+		for _, p := range e.Contract.Problems() {
+			t.Errorf("runtime API contract: %s", p)
+		}
 		if t.Failed() {
 			t.Logf("server log:\n%s", e.Logs())
 		}

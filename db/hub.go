@@ -18,7 +18,12 @@ const NotifyChannel = "countersign"
 type Change struct {
 	ApprovalID string `json:"a,omitempty"`
 	Owner      string `json:"o,omitempty"`
+	// Outbox says a notification event was committed (see RecordEvent).
+	Outbox bool `json:"n,omitempty"`
 }
+
+// OutboxKey is the subscription key of the notification pipeline.
+const OutboxKey = "n:outbox"
 
 // notify queues a notification inside tx; Postgres delivers it at commit,
 // so a listener never hears of a change that was rolled back.
@@ -223,6 +228,9 @@ func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error
 		}
 		if ch.Owner != "" {
 			h.pokeKey(OwnerKey(ch.Owner))
+		}
+		if ch.Outbox {
+			h.pokeKey(OutboxKey)
 		}
 	}
 }

@@ -43,6 +43,8 @@ type Settings struct {
 	AdminEmails          func(email string) bool
 	ApprovalTimeout      time.Duration
 	DeniedBlockThreshold int
+	// EmailConfigured says whether notification mails can be sent.
+	EmailConfigured bool
 }
 
 // Handler holds the dependencies every handler shares.

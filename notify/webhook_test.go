@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,10 +152,9 @@ func TestWebhookSignedPayload(t *testing.T) {
 func TestWebhookRetriesAfter500(t *testing.T) {
 	f := newFixture(t)
 	rc := newReceiver(t)
-	fails := 2
+	var calls atomic.Int32
 	rc.setAnswer(func(hit, *http.Request) int {
-		if fails > 0 {
-			fails--
+		if calls.Add(1) <= 2 {
 			return http.StatusInternalServerError
 		}
 		return http.StatusOK

@@ -18,9 +18,11 @@ const NotifyChannel = "countersign"
 type Change struct {
 	ApprovalID string `json:"a,omitempty"`
 	Owner      string `json:"o,omitempty"`
-	// Outbox says a notification event was committed (see RecordEvent).
-	Outbox bool `json:"n,omitempty"`
 }
+
+// OutboxChannel announces committed notification events (RecordEvent). It
+// is its own channel so that listeners of NotifyChannel see only changes.
+const OutboxChannel = "countersign_outbox"
 
 // OutboxKey is the subscription key of the notification pipeline.
 const OutboxKey = "n:outbox"
@@ -197,7 +199,7 @@ func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error
 		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel+"; LISTEN "+OutboxChannel); err != nil {
 		return false, err
 	}
 	h.mu.Lock()
@@ -218,6 +220,10 @@ func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error
 		if err != nil {
 			return true, err
 		}
+		if n.Channel == OutboxChannel {
+			h.pokeKey(OutboxKey)
+			continue
+		}
 		var ch Change
 		if err := json.Unmarshal([]byte(n.Payload), &ch); err != nil {
 			h.log.Warn("unreadable notification", "payload", n.Payload)
@@ -228,9 +234,6 @@ func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error
 		}
 		if ch.Owner != "" {
 			h.pokeKey(OwnerKey(ch.Owner))
-		}
-		if ch.Outbox {
-			h.pokeKey(OutboxKey)
 		}
 	}
 }

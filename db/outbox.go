@@ -59,7 +59,14 @@ func RecordEvent(ctx context.Context, tx pgx.Tx, ev NotificationEvent) error {
 		VALUES ($1, $2::uuid, $3, $4, $5, $6, $7)`, ev.Kind, ev.ApprovalID, ev.Owner, ev.Connector, ev.Tool, ev.PlaybookID, b); err != nil {
 		return err
 	}
-	return notify(ctx, tx, Change{Outbox: true})
+	return notifyOutbox(ctx, tx)
+}
+
+// notifyOutbox wakes the pipelines at commit. Postgres folds identical
+// notifications of one transaction into one.
+func notifyOutbox(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, OutboxChannel)
+	return err
 }
 
 // outboxApproval records an event about item a: requested, decided,

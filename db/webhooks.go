@@ -174,7 +174,7 @@ func (d *DB) QueueTestEvent(ctx context.Context, id int64, now time.Time) error 
 			VALUES ($1, 'webhook', $2, $3, $3)`, ev, strconv.FormatInt(id, 10), now); err != nil {
 			return err
 		}
-		return notify(ctx, tx, Change{Outbox: true})
+		return notifyOutbox(ctx, tx)
 	}))
 }
 

@@ -132,6 +132,9 @@ func (f *fixture) start(t *testing.T, opt notify.Options, mk func(store *db.DB) 
 	if opt.Now == nil {
 		opt.Now = f.clock.Now
 	}
+	if opt.Sweep == 0 {
+		opt.Sweep = time.Hour // so the tests prove that the NOTIFY wakes the pipeline
+	}
 	p := notify.New(store, hub, quiet, opt, mk(store)...)
 	done := make(chan struct{})
 	go func() { defer close(done); p.Run(ctx) }()

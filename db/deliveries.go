@@ -145,3 +145,28 @@ func (d *DB) FinishAttempt(ctx context.Context, id int64, a Attempt, sent bool, 
 	}
 	return nil
 }
+
+// PruneNotifications removes deliveries finished before cutoff with their
+// attempts, and events whose deliveries are all gone; it returns how many
+// deliveries it removed.
+func (d *DB) PruneNotifications(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM notification_attempts WHERE delivery_id IN
+			(SELECT id FROM notification_deliveries WHERE state <> 'pending' AND done_at < $1)`, cutoff); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM notification_deliveries WHERE state <> 'pending' AND done_at < $1`, cutoff)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, `DELETE FROM notification_events e WHERE e.planned_at < $1
+			AND NOT EXISTS (SELECT 1 FROM notification_deliveries nd WHERE nd.event_id = e.id)`, cutoff)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("db: prune notifications: %w", err)
+	}
+	return n, nil
+}

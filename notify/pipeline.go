@@ -63,6 +63,7 @@ type Options struct {
 	Lease       time.Duration                   // how long a claimed delivery is reserved for its instance (2m)
 	Sweep       time.Duration                   // how often due retries are looked for without a wake-up (5s)
 	Parallel    int                             // sends in flight per channel (8)
+	Keep        time.Duration                   // how long finished deliveries stay listed (7 days)
 }
 
 // DefaultBackoff doubles from 10 s up to one hour.
@@ -92,6 +93,9 @@ func (o *Options) defaults() {
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = 8
+	}
+	if o.Keep <= 0 {
+		o.Keep = 7 * 24 * time.Hour
 	}
 }
 
@@ -151,7 +155,14 @@ func (p *Pipeline) Run(ctx context.Context) {
 	if sub != nil {
 		pokes = sub.C
 	}
+	var pruned time.Time
 	for {
+		if now := p.opt.Now(); now.Sub(pruned) > time.Hour {
+			pruned = now
+			if _, err := p.db.PruneNotifications(ctx, now.Add(-p.opt.Keep)); err != nil && ctx.Err() == nil {
+				p.log.Warn("notifications: prune failed", "err", err)
+			}
+		}
 		p.plan(ctx)
 		for _, w := range p.workers {
 			poke(w)

@@ -3,6 +3,8 @@ package notify_test
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,32 +163,84 @@ func TestSlowReceiverDoesNotDelayDecisions(t *testing.T) {
 	}
 }
 
-// Expiry, cancellation, lapsed pre-approvals and policy changes are
-// announced too.
+// Every kind of change is written to the outbox by its own transaction:
+// a request, a decision, an expiry, a stopped turn, a lapsed pre-approval
+// and a policy change.
 func TestEventsOfEveryKind(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a := f.pending(t, "send_email", `{}`)
+	def := approval.Definition{Name: "Report", Steps: []approval.Step{{ID: "s", Title: "S", WorkType: approval.WorkType{ID: "w", Version: "1"},
+		Tools: []approval.Pair{{Connector: "mail", Tool: "send_email"}}}}}
+	if _, err := f.store.UpsertPlaybook(ctx, approval.SystemActor, "pb", f.user.Subject, def); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.PreApprove(ctx, f.user, "pb"); err != nil || n != 1 {
+		t.Fatalf("pre-approve: %d %v", n, err)
+	}
+	if _, err := f.store.Pool.Exec(ctx, `DELETE FROM notification_events`); err != nil {
+		t.Fatal(err)
+	}
+	decided := f.pending(t, "send_email", `{"n":1}`)
+	if _, err := f.store.Decide(ctx, decided.ID, f.user, approval.Approve, ""); err != nil {
+		t.Fatal(err)
+	}
+	expired := f.pending(t, "send_email", `{"n":2}`)
+	if _, err := f.store.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = $1`, expired.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.ExpireDue(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("expire: %d %v", n, err)
+	}
+	cancelled := f.pending(t, "send_email", `{"n":3}`)
 	if _, err := f.store.CancelTurn(ctx, f.key, f.user.Subject, "conv", "turn"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "mail", "send_email",
-		approval.Policy{Mode: approval.ModeAllow}); err != nil {
+		approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := f.store.Pool.Query(ctx, `SELECT kind FROM notification_events ORDER BY id`)
+	rows, err := f.store.Pool.Query(ctx, `SELECT kind || ' ' || COALESCE(approval_id::text, playbook_id) FROM notification_events ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []string
+	var got []string
 	for rows.Next() {
 		var k string
 		_ = rows.Scan(&k)
-		kinds = append(kinds, k)
+		got = append(got, k)
 	}
-	want := []string{db.EventApprovalRequested, db.EventApprovalCancelled, db.EventPolicyChanged}
-	// The fixture's own policy changes come first.
-	if len(kinds) < 3 || kinds[len(kinds)-3] != want[0] || kinds[len(kinds)-2] != want[1] || kinds[len(kinds)-1] != want[2] {
-		t.Fatalf("events %v, want to end with %v (item %s)", kinds, want, a.ID)
+	want := []string{
+		db.EventApprovalRequested + " " + decided.ID, db.EventApprovalDecided + " " + decided.ID,
+		db.EventApprovalRequested + " " + expired.ID, db.EventApprovalExpired + " " + expired.ID,
+		db.EventApprovalRequested + " " + cancelled.ID, db.EventApprovalCancelled + " " + cancelled.ID,
+		// a stopped turn also ends its approved items not claimed yet
+		db.EventApprovalCancelled + " " + decided.ID,
+		db.EventPreapprovalLapsed + " pb", db.EventPolicyChanged + " ",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Finished deliveries are removed after Keep; pending ones stay.
+func TestPruneFinishedDeliveries(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t)
+	f.webhook(t, rc.URL, db.EventApprovalRequested)
+	in := f.start(t, notify.Options{}, f.webhooks(notify.Options{}))
+	f.pending(t, "send_email", `{}`)
+	rc.next(t)
+	waitFor(t, "the delivery to be sent", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_deliveries WHERE state = 'sent'`) == 1
+	})
+	in.stop()
+	n, err := f.store.PruneNotifications(context.Background(), f.clock.Now().Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if c := f.count(t, `SELECT count(*) FROM notification_attempts`) + f.count(t, `SELECT count(*) FROM notification_events WHERE kind = $1`, db.EventApprovalRequested); c != 0 {
+		t.Fatalf("%d rows left", c)
 	}
 }

@@ -42,22 +42,31 @@ func (d *DB) SetEmailEnabled(ctx context.Context, subject string, on bool) error
 	return nil
 }
 
-// MailRecipient is where a person's notification mails go.
+// MailRecipient is where a person's notification mails go, and what
+// groups their next mail with others.
 type MailRecipient struct {
 	Email      string     `db:"email"`
 	Enabled    bool       `db:"email_enabled"`
 	LastMailAt *time.Time `db:"last_mail_at"`
+	// LastPlannedAt is when the newest mail delivery for them was planned.
+	LastPlannedAt *time.Time `db:"last_planned_at"`
+	// WaitingUntil is when the mail already waiting for them goes out, if
+	// one waits (a later item joins it).
+	WaitingUntil *time.Time `db:"waiting_until"`
 }
 
 // MailRecipientFor returns the verified address of the person with
 // subject (the one who signed in most recently, should several identity
 // providers share a subject) and their settings; ok is false when there is
 // no verified address.
-func (d *DB) MailRecipientFor(ctx context.Context, subject string) (MailRecipient, bool, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT u.email, COALESCE(s.email_enabled, true) AS email_enabled, s.last_mail_at
+func (d *DB) MailRecipientFor(ctx context.Context, subject string, now time.Time) (MailRecipient, bool, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT u.email, COALESCE(s.email_enabled, true) AS email_enabled, s.last_mail_at,
+		(SELECT max(nd.created_at) FROM notification_deliveries nd WHERE nd.channel = 'email' AND nd.target = $1) AS last_planned_at,
+		(SELECT min(nd.next_attempt_at) FROM notification_deliveries nd WHERE nd.channel = 'email' AND nd.target = $1
+			AND nd.state = 'pending' AND nd.lease_until IS NULL AND nd.next_attempt_at > $2) AS waiting_until
 		FROM users u LEFT JOIN notification_settings s ON s.user_subject = u.subject
 		WHERE u.subject = $1 AND u.email_verified AND u.email <> ''
-		ORDER BY u.last_seen_at DESC LIMIT 1`, subject)
+		ORDER BY u.last_seen_at DESC LIMIT 1`, subject, now)
 	if err != nil {
 		return MailRecipient{}, false, fmt.Errorf("db: mail recipient: %w", err)
 	}

@@ -51,21 +51,37 @@ func (e *Email) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target,
 	if ev.Kind != db.EventApprovalRequested || ev.Owner == "" {
 		return nil, nil
 	}
-	r, ok, err := e.db.MailRecipientFor(ctx, ev.Owner)
+	r, ok, err := e.db.MailRecipientFor(ctx, ev.Owner, e.now())
 	if err != nil || !ok || !r.Enabled {
 		return nil, err
 	}
-	t := Target{ID: ev.Owner}
-	if r.LastMailAt != nil {
-		t.NotBefore = r.LastMailAt.Add(e.window)
+	return []Target{{ID: ev.Owner, NotBefore: e.groupUntil(r)}}, nil
+}
+
+// groupUntil is when a new item's mail may go: with the mail already
+// waiting, if there is one; else one window after the person's last mail
+// or last planned mail; else now (zero). So the first item of a burst is
+// mailed at once and the rest arrive together one window later.
+func (e *Email) groupUntil(r db.MailRecipient) time.Time {
+	if r.WaitingUntil != nil {
+		return *r.WaitingUntil
 	}
-	return []Target{t}, nil
+	var last time.Time
+	for _, t := range []*time.Time{r.LastMailAt, r.LastPlannedAt} {
+		if t != nil && t.After(last) {
+			last = *t
+		}
+	}
+	if last.IsZero() {
+		return time.Time{}
+	}
+	return last.Add(e.window)
 }
 
 // Send implements Channel: one plain-text mail for the items still
 // pending; nothing when the person turned mail off meanwhile.
 func (e *Email) Send(ctx context.Context, subject string, ds []db.Delivery) Result {
-	r, ok, err := e.db.MailRecipientFor(ctx, subject)
+	r, ok, err := e.db.MailRecipientFor(ctx, subject, e.now())
 	if err != nil {
 		return Result{Err: errors.New("could not read the recipient")}
 	}

@@ -174,3 +174,38 @@ func TestEmailHeaderInjection(t *testing.T) {
 		t.Fatalf("body:\n%s", m.Body)
 	}
 }
+
+// Items that come at once, before the first mail went out, arrive in at
+// most two mails: the first at once (with whatever was planned with it),
+// the others together one window later — never one mail per item.
+func TestEmailGroupsQuickBurst(t *testing.T) {
+	f := newFixture(t)
+	mc := mailSink(t)
+	in := f.startMail(t, mc, time.Hour)
+	var items []db.Approval
+	for i := 1; i <= 4; i++ {
+		items = append(items, f.pending(t, "send_email", `{"n":`+string(rune('0'+i))+`}`))
+	}
+	waitFor(t, "the burst to be planned", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_deliveries WHERE channel = 'email'`) == 4
+	})
+	nextMail(t, mc)
+	f.clock.Advance(time.Hour)
+	in.P.Kick()
+	waitFor(t, "every mail delivery to be sent", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_deliveries WHERE channel = 'email' AND state = 'sent'`) == 4
+	})
+	mails := mc.Mails()
+	if len(mails) > 2 {
+		t.Fatalf("want at most 2 mails for a burst of 4, got %d", len(mails))
+	}
+	all := ""
+	for _, m := range mails {
+		all += m.Body
+	}
+	for _, a := range items {
+		if strings.Count(all, a.ID) != 1 {
+			t.Fatalf("item %s is in %d mails", a.ID, strings.Count(all, a.ID))
+		}
+	}
+}

@@ -124,7 +124,7 @@ func startMailCatcher(cfg *web.Config, stdout io.Writer) (func(), error) {
 	if cfg.MailFrom == "" {
 		cfg.MailFrom = "Countersign <countersign@localhost>"
 	}
-	fmt.Fprintf(stdout, "Notification mails are caught on %s and printed here (set COUNTERSIGN_SMTP_URL to send real mail).\n", mc.URL())
+	fmt.Fprintf(stdout, "Notification mails are caught on %s and printed here, prefixed \"mail  │\", once a person has signed in (set COUNTERSIGN_SMTP_URL to send real mail).\n", mc.URL())
 	return func() { _ = mc.Close() }, nil
 }
 

@@ -207,6 +207,9 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
 			return err
 		}
+		if err := outboxApproval(ctx, tx, EventApprovalDecided, out); err != nil {
+			return err
+		}
 		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
 	})
 	return out, translate("decide approval", err)

@@ -154,6 +154,9 @@ func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckR
 			return err
 		}
 		res.Approval = &a
+		if err := outboxApproval(ctx, tx, EventApprovalRequested, a); err != nil {
+			return err
+		}
 		ev.Action, ev.ApprovalID = approval.ActionRequested, a.ID
 		if err := RecordAudit(ctx, tx, ev); err != nil {
 			return err

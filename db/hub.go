@@ -20,6 +20,13 @@ type Change struct {
 	Owner      string `json:"o,omitempty"`
 }
 
+// OutboxChannel announces committed notification events (RecordEvent). It
+// is its own channel so that listeners of NotifyChannel see only changes.
+const OutboxChannel = "countersign_outbox"
+
+// OutboxKey is the subscription key of the notification pipeline.
+const OutboxKey = "n:outbox"
+
 // notify queues a notification inside tx; Postgres delivers it at commit,
 // so a listener never hears of a change that was rolled back.
 func notify(ctx context.Context, tx pgx.Tx, ch Change) error {
@@ -192,7 +199,7 @@ func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error
 		return false, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel+"; LISTEN "+OutboxChannel); err != nil {
 		return false, err
 	}
 	h.mu.Lock()
@@ -212,6 +219,10 @@ func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return true, err
+		}
+		if n.Channel == OutboxChannel {
+			h.pokeKey(OutboxKey)
+			continue
 		}
 		var ch Change
 		if err := json.Unmarshal([]byte(n.Payload), &ch); err != nil {

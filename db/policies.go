@@ -146,6 +146,9 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 			Connector: out.Connector, Tool: out.Name, Detail: detail}); err != nil {
 			return err
 		}
+		if err := outboxPolicyChanged(ctx, tx, out); err != nil {
+			return err
+		}
 		_, err = announceEnded(ctx, tx, blocked, ended)
 		return err
 	})

@@ -57,6 +57,9 @@ func lapsePreapprovals(ctx context.Context, tx pgx.Tx, reason, where string, arg
 			PlaybookID: l.playbook, Connector: l.connector, Tool: l.tool, Detail: map[string]any{"reason": reason}}); err != nil {
 			return err
 		}
+		if err := outboxPreapprovalLapsed(ctx, tx, l.playbook, l.connector, l.tool, reason); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -76,6 +76,9 @@ func announceEnded(ctx context.Context, tx pgx.Tx, e ending, ids []string) ([]Ap
 		if err := RecordAudit(ctx, tx, auditForApproval(a, e.actor, e.action, detail)); err != nil {
 			return nil, err
 		}
+		if err := outboxEnded(ctx, tx, a); err != nil {
+			return nil, err
+		}
 		if err := notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject}); err != nil {
 			return nil, err
 		}

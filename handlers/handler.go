@@ -46,6 +46,8 @@ type Settings struct {
 	// BaseURL is the public URL (COUNTERSIGN_BASE_URL), without a trailing
 	// slash; links handed to runtimes are built from it.
 	BaseURL string
+	// EmailConfigured says whether notification mails can be sent.
+	EmailConfigured bool
 }
 
 // Handler holds the dependencies every handler shares.

@@ -58,6 +58,7 @@ func (p Page) nav() []navItem {
 		{"inbox", "Inbox", "/"},
 		{"auto-approve", "Auto-approve", "/auto-approve"},
 		{"playbooks", "Playbooks", "/playbooks"},
+		{"settings", "Settings", "/settings"},
 	}
 	return items
 }
@@ -71,6 +72,7 @@ func (p Page) adminNav() []navItem {
 		{"audit", "Audit", "/admin/audit"},
 		{"insights", "Insights", "/admin/insights"},
 		{"api-keys", "API keys", "/admin/api-keys"},
+		{"webhooks", "Webhooks", "/admin/webhooks"},
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/mail"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/notify"
 )
 
 // Config is Countersign's configuration, read from COUNTERSIGN_* variables.
@@ -28,6 +31,9 @@ type Config struct {
 	TrustedProxies       []*net.IPNet
 	ShutdownTimeout      time.Duration
 	PreviewRetention     time.Duration
+	// SMTP is where notification mails go; nil: email is not configured.
+	SMTP     *notify.SMTPConfig
+	MailFrom string
 }
 
 // Setting documents one environment variable.
@@ -52,6 +58,8 @@ var Settings = []Setting{
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is trusted"},
 	{"COUNTERSIGN_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests get to finish on SIGTERM"},
 	{"COUNTERSIGN_PREVIEW_RETENTION", "720h", "how long argument previews of decided items are kept (audit lines are kept)"},
+	{"COUNTERSIGN_SMTP_URL", "", "mail server for notifications: smtp://user:pass@host:587 (STARTTLS), smtps://user:pass@host:465 (implicit TLS), smtp://host:25 (local relay, no auth); empty: no mail"},
+	{"COUNTERSIGN_MAIL_FROM", "", "sender address of notification mails (required with COUNTERSIGN_SMTP_URL), e.g. Countersign <countersign@example.com>"},
 }
 
 // LoadConfig reads the configuration through getenv, applying defaults and
@@ -120,6 +128,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.TrustedProxies = append(c.TrustedProxies, n)
 	}
+	errs = append(errs, c.loadMail(get)...)
 	if c.ApprovalTimeout > 0 && c.ApprovalTimeout < time.Second {
 		errs = append(errs, errors.New("COUNTERSIGN_APPROVAL_TIMEOUT must be at least 1s"))
 	}
@@ -156,4 +165,30 @@ func (c Config) IsAdminEmail(email string) bool {
 		}
 	}
 	return false
+}
+
+// loadMail reads the mail settings. An SMTP URL may hold a password: no
+// message repeats it.
+func (c *Config) loadMail(get func(string) string) []error {
+	raw, from := get("COUNTERSIGN_SMTP_URL"), get("COUNTERSIGN_MAIL_FROM")
+	if raw == "" {
+		if from != "" {
+			return []error{errors.New("COUNTERSIGN_MAIL_FROM is set but COUNTERSIGN_SMTP_URL is not: set both to send mail")}
+		}
+		return nil
+	}
+	var errs []error
+	s, err := notify.ParseSMTPURL(raw)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("COUNTERSIGN_SMTP_URL %v", err))
+	} else {
+		c.SMTP = &s
+	}
+	if from == "" {
+		errs = append(errs, errors.New("COUNTERSIGN_MAIL_FROM is required with COUNTERSIGN_SMTP_URL"))
+	} else if _, err := mail.ParseAddress(from); err != nil {
+		errs = append(errs, fmt.Errorf("COUNTERSIGN_MAIL_FROM must be an address such as countersign@example.com, got %q", from))
+	}
+	c.MailFrom = from
+	return errs
 }

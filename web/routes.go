@@ -63,6 +63,8 @@ func (s *Server) routes() {
 	user.POST("/playbooks/:id/schedule", h.PlaybookSchedule)
 	user.POST("/playbooks/:id/approve", h.PlaybookApprove)
 	user.POST("/playbooks/:id/preapprovals/:tool/revoke", h.PreApprovalRevoke)
+	user.GET("/settings", h.SettingsShow)
+	user.POST("/settings/email", h.SettingsEmail)
 
 	admin := user.Group("/admin", requireAdmin)
 	admin.GET("/policies", h.PolicyList)
@@ -75,6 +77,10 @@ func (s *Server) routes() {
 	admin.GET("/api-keys", h.APIKeysList)
 	admin.POST("/api-keys", h.APIKeyCreate)
 	admin.POST("/api-keys/:id/revoke", h.APIKeyRevoke)
+	admin.GET("/webhooks", h.WebhooksList)
+	admin.POST("/webhooks", h.WebhookCreate)
+	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)
+	admin.POST("/webhooks/:id/delete", h.WebhookDelete)
 
 	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 }

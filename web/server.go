@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/handlers"
+	"github.com/countersign/countersign/notify"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 )
@@ -30,6 +31,8 @@ type Server struct {
 	db       *db.DB
 	log      *slog.Logger
 	metrics  *metrics
+	// Notify is the notification pipeline; Serve runs it.
+	Notify *notify.Pipeline
 }
 
 // Deps are a Server's collaborators.
@@ -38,6 +41,10 @@ type Deps struct {
 	DB     *db.DB
 	Log    *slog.Logger
 	Hub    *db.Hub
+	// Notify tunes the notification pipeline (tests move its clock).
+	Notify notify.Options
+	// MailWindow groups a person's mails (default notify.DefaultMailWindow).
+	MailWindow time.Duration
 }
 
 // New builds a server: sessions in Postgres, the relying party (not yet
@@ -53,7 +60,8 @@ func New(d Deps) *Server {
 		Settings: handlers.Settings{
 			AdminEmails:     d.Config.IsAdminEmail,
 			ApprovalTimeout: d.Config.ApprovalTimeout, DeniedBlockThreshold: d.Config.DeniedBlockThreshold,
-			BaseURL: d.Config.BaseURL.String(),
+			BaseURL:         d.Config.BaseURL.String(),
+			EmailConfigured: d.Config.SMTP != nil,
 		},
 	}
 	e := echo.New()
@@ -69,6 +77,7 @@ func New(d Deps) *Server {
 		e.IPExtractor = echo.ExtractIPDirect()
 	}
 	s.Echo = e
+	s.Notify = newPipeline(d)
 	s.routes()
 	return s
 }
@@ -155,6 +164,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	// The pipeline runs as long as the server: it stops with it, and what it
+	// did not send waits in the outbox for the next instance.
+	nctx, stopNotify := context.WithCancel(context.WithoutCancel(ctx))
+	notifyDone := make(chan struct{})
+	go func() { defer close(notifyDone); s.Notify.Run(nctx) }()
+	defer func() { stopNotify(); <-notifyDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -176,4 +191,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return err
+}
+
+// newPipeline builds the notification pipeline and its channels: webhooks
+// always, email when SMTP is configured. A new channel (Web Push) is added
+// to the list here.
+func newPipeline(d Deps) *notify.Pipeline {
+	opt := d.Notify
+	channels := []notify.Channel{notify.NewWebhooks(d.DB, d.Config.BaseURL, opt.Now)}
+	if d.Config.SMTP != nil {
+		channels = append(channels, notify.NewEmail(d.DB, *d.Config.SMTP, d.Config.MailFrom, d.Config.BaseURL, d.MailWindow, opt.Now))
+	}
+	return notify.New(d.DB, d.Hub, d.Log, opt, channels...)
 }

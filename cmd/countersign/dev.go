@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/notify"
 	"github.com/countersign/countersign/web"
 	"github.com/jackc/pgx/v5"
 )
@@ -63,6 +64,14 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCClientSecret = oc.Issuer, oc.ClientID, oc.ClientSecret
 	cfg.AdminEmails = append(cfg.AdminEmails, dev.DemoAdmin.Email)
 
+	if cfg.SMTP == nil {
+		stop, err := startMailCatcher(&cfg, stdout)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (set COUNTERSIGN_LISTEN and COUNTERSIGN_BASE_URL to use another port)", cfg.Listen, err)
@@ -97,6 +106,30 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}()
 	}
 	return serveApp(ctx, cfg, log, ln, ready)
+}
+
+// startMailCatcher points the notification mails at a local SMTP server
+// that prints each mail to the terminal, so that a new user sees a
+// notification without a mail server. Only dev does this.
+func startMailCatcher(cfg *web.Config, stdout io.Writer) (func(), error) {
+	out := prefixWriter{w: stdout, prefix: "mail  │ "}
+	mc, err := dev.StartMailCatcher(func(m dev.Mail) {
+		fmt.Fprintf(out, "To: %s\nSubject: %s\n\n%s\n", strings.Join(m.To, ", "), m.Subject, strings.TrimRight(m.Body, "\n"))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the local mail catcher: %w", err)
+	}
+	smtp, err := notify.ParseSMTPURL(mc.URL())
+	if err != nil {
+		_ = mc.Close()
+		return nil, err
+	}
+	cfg.SMTP = &smtp
+	if cfg.MailFrom == "" {
+		cfg.MailFrom = "Countersign <countersign@localhost>"
+	}
+	fmt.Fprintf(stdout, "Notification mails are caught on %s and printed here, prefixed \"mail  │\", once a person has signed in (set COUNTERSIGN_SMTP_URL to send real mail).\n", mc.URL())
+	return func() { _ = mc.Close() }, nil
 }
 
 func devBaseURL(addr *net.TCPAddr) *url.URL {

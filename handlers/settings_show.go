@@ -1,0 +1,23 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/countersign/countersign/views"
+	"github.com/labstack/echo/v4"
+)
+
+// SettingsShow shows the signed-in person's notification settings.
+func (h *Handler) SettingsShow(c echo.Context) error {
+	u := CurrentUser(c)
+	s, err := h.DB.NotificationSettingsFor(c.Request().Context(), u.Subject)
+	if err != nil {
+		return err
+	}
+	v := views.SettingsView{Page: h.Page(c, "Settings", "settings"), EmailConfigured: h.Settings.EmailConfigured,
+		EmailEnabled: s.EmailEnabled}
+	if u.EmailVerified {
+		v.Email = u.Email
+	}
+	return Render(c, http.StatusOK, views.Settings(v))
+}

@@ -1,0 +1,21 @@
+package handlers
+
+import (
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
+
+// WebhookSendTestEvent queues a test event for one endpoint; its attempt
+// appears under "Recent attempts".
+func (h *Handler) WebhookSendTestEvent(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	if err := h.DB.QueueTestEvent(c.Request().Context(), id, h.Now()); err != nil {
+		return err
+	}
+	h.flash(c, "Test event queued. Its answer appears under Recent attempts.", false)
+	return redirect(c, "/admin/webhooks")
+}

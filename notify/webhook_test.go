@@ -1,0 +1,213 @@
+package notify_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/notify"
+)
+
+const secret = "a-webhook-secret-of-some-length"
+
+// hit is one request the receiver got.
+type hit struct {
+	Body      []byte
+	Signature string
+	Payload   notify.Payload
+}
+
+// receiver is an httptest server whose answers the test chooses.
+type receiver struct {
+	*httptest.Server
+	C      chan hit
+	mu     sync.Mutex
+	answer func(h hit, r *http.Request) int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{C: make(chan hit, 100), answer: func(hit, *http.Request) int { return http.StatusOK }}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h := hit{Body: b, Signature: r.Header.Get(notify.SignatureHeader)}
+		_ = json.Unmarshal(b, &h.Payload)
+		rc.C <- h
+		rc.mu.Lock()
+		answer := rc.answer
+		rc.mu.Unlock()
+		w.WriteHeader(answer(h, r))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) setAnswer(f func(hit, *http.Request) int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.answer = f
+}
+
+func (rc *receiver) next(t *testing.T) hit {
+	t.Helper()
+	select {
+	case h := <-rc.C:
+		return h
+	case <-time.After(15 * time.Second):
+		t.Fatal("the receiver got nothing")
+	}
+	return hit{}
+}
+
+// verify checks a signature as the docs tell receivers to.
+func verify(t *testing.T, sig string, body []byte, now time.Time) bool {
+	t.Helper()
+	var ts, v1 string
+	for _, part := range strings.Split(sig, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			v1 = v
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || now.Sub(time.Unix(sec, 0)).Abs() > 5*time.Minute {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "." + string(body)))
+	want := hex.EncodeToString(m.Sum(nil))
+	return hmac.Equal([]byte(want), []byte(v1))
+}
+
+func (f *fixture) webhook(t *testing.T, url string, events ...string) db.Webhook {
+	t.Helper()
+	w, err := f.store.CreateWebhook(context.Background(), db.WebhookInput{URL: url, Secret: secret, Events: events}, f.user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (f *fixture) webhooks(opt notify.Options) func(*db.DB) []notify.Channel {
+	return func(s *db.DB) []notify.Channel {
+		now := opt.Now
+		if now == nil {
+			now = f.clock.Now
+		}
+		return []notify.Channel{notify.NewWebhooks(s, f.base, now)}
+	}
+}
+
+func TestWebhookSignedPayload(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t)
+	f.webhook(t, rc.URL, db.EventApprovalRequested, db.EventApprovalDecided)
+	f.start(t, notify.Options{}, f.webhooks(notify.Options{}))
+	a := f.pending(t, "send_email", `{"to":"qv-secret-recipient@example.org","body":"xylophone-7741"}`)
+
+	h := rc.next(t)
+	if !verify(t, h.Signature, h.Body, f.clock.Now()) {
+		t.Fatalf("signature %q does not verify", h.Signature)
+	}
+	if verify(t, h.Signature, append([]byte(" "), h.Body...), f.clock.Now()) {
+		t.Fatal("a changed body must not verify")
+	}
+	p := h.Payload
+	if p.Event != db.EventApprovalRequested || p.ApprovalID != a.ID || p.Tool != "send_email" || p.Connector != "mail" ||
+		p.Owner != "maya" || p.Link != "https://countersign.example/approvals/"+a.ID {
+		t.Fatalf("payload %+v", p)
+	}
+	if !strings.Contains(p.Text, "Send email") || !strings.Contains(p.Text, p.Link) {
+		t.Fatalf("text line %q", p.Text)
+	}
+	for _, v := range []string{"qv-secret-recipient", "xylophone-7741"} {
+		if strings.Contains(string(h.Body), v) {
+			t.Fatalf("the body carries argument value %q: %s", v, h.Body)
+		}
+	}
+	if _, err := f.store.Decide(context.Background(), a.ID, f.user, approval.Reject, "because qv-secret-recipient"); err != nil {
+		t.Fatal(err)
+	}
+	h = rc.next(t)
+	if h.Payload.Event != db.EventApprovalDecided || h.Payload.Status != "rejected" || strings.Contains(string(h.Body), "qv-secret") {
+		t.Fatalf("decided payload: %s", h.Body)
+	}
+}
+
+func TestWebhookRetriesAfter500(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t)
+	var calls atomic.Int32
+	rc.setAnswer(func(hit, *http.Request) int {
+		if calls.Add(1) <= 2 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	f.webhook(t, rc.URL, db.EventApprovalRequested)
+	opt := notify.Options{Backoff: func(int) time.Duration { return time.Minute }}
+	in := f.start(t, opt, f.webhooks(opt))
+	f.pending(t, "send_email", `{}`)
+
+	first := rc.next(t)
+	waitFor(t, "the failed attempt to be recorded", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_attempts WHERE status_code = 500`) == 1
+	})
+	// Not retried before the backoff has passed on the pipeline's clock.
+	in.P.Kick()
+	if n := f.count(t, `SELECT count(*) FROM notification_deliveries WHERE state = 'pending' AND next_attempt_at > $1`, f.clock.Now()); n != 1 {
+		t.Fatalf("want the delivery waiting for its retry, got %d", n)
+	}
+	for i := 0; i < 2; i++ {
+		waitFor(t, "the attempt to be recorded", func() bool {
+			return f.count(t, `SELECT count(*) FROM notification_attempts`) == i+1
+		})
+		f.clock.Advance(time.Minute)
+		in.P.Kick()
+		h := rc.next(t)
+		if h.Payload.DeliveryID != first.Payload.DeliveryID {
+			t.Fatalf("retry %d is delivery %d, want %d", i, h.Payload.DeliveryID, first.Payload.DeliveryID)
+		}
+	}
+	waitFor(t, "the delivery to be sent", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_deliveries WHERE state = 'sent'`) == 1
+	})
+	if n := f.count(t, `SELECT count(*) FROM notification_attempts`); n != 3 {
+		t.Fatalf("want 3 attempts (500, 500, 200), got %d", n)
+	}
+}
+
+func TestWebhookGivesUpAfter24Hours(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t)
+	rc.setAnswer(func(hit, *http.Request) int { return http.StatusBadGateway })
+	f.webhook(t, rc.URL, db.EventApprovalRequested)
+	opt := notify.Options{Backoff: func(int) time.Duration { return time.Hour }}
+	in := f.start(t, opt, f.webhooks(opt))
+	f.pending(t, "send_email", `{}`)
+	rc.next(t)
+	waitFor(t, "the attempt to be recorded", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_attempts`) == 1
+	})
+	f.clock.Advance(25 * time.Hour)
+	in.P.Kick()
+	rc.next(t)
+	waitFor(t, "the delivery to fail for good", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_deliveries WHERE state = 'failed'`) == 1
+	})
+}

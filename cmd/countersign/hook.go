@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/hook"
+)
+
+const hookUsage = "countersign hook [--dialect claude-code|codex] [--url URL] [--api-key KEY] [--user SUBJECT] [--wait 50s] [--defer]"
+
+// errHookFailed: the hook wrote its reason and must exit 2, the code both
+// agents read as "do not run" (1 would let Claude Code run the call).
+var errHookFailed = errors.New("hook failed")
+
+// runHook is a coding agent's pre-tool-use hook: the hook input on stdin,
+// the agent's answer on stdout.
+func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: "+hookUsage)
+		fs.PrintDefaults()
+	}
+	dialect := fs.String("dialect", hook.ClaudeCode, "the agent's hook format: claude-code (PreToolUse) or codex (PermissionRequest)")
+	url := fs.String("url", os.Getenv("COUNTERSIGN_URL"), "Countersign's address (default $COUNTERSIGN_URL)")
+	key := fs.String("api-key", os.Getenv("COUNTERSIGN_API_KEY"), "a runtime API key (default $COUNTERSIGN_API_KEY)")
+	user := fs.String("user", os.Getenv("COUNTERSIGN_USER"), "OIDC subject of the person whose agent this is (default $COUNTERSIGN_USER)")
+	wait := fs.Duration("wait", hook.DefaultWait, "answer by then; keep it below the agent's hook timeout")
+	deferAnswer := fs.Bool("defer", false, "Claude Code -p runs: answer defer instead of deny when the wait ends")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		// Help included: an agent must never read exit 0 without a decision.
+		fmt.Fprintln(stderr, "countersign hook: bad flags — the call did not run.")
+		return hook.ExitFailed
+	}
+	cfg := hook.Config{Client: client.New(*url, *key), User: *user, Dialect: *dialect, Wait: *wait, Defer: *deferAnswer}
+	return hook.Run(ctx, cfg, stdin, stdout, stderr)
+}

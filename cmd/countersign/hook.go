@@ -28,9 +28,11 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fs.PrintDefaults()
 	}
 	dialect := fs.String("dialect", hook.ClaudeCode, "the agent's hook format: claude-code (PreToolUse) or codex (PermissionRequest)")
-	url := fs.String("url", os.Getenv("COUNTERSIGN_URL"), "Countersign's address (default $COUNTERSIGN_URL)")
-	key := fs.String("api-key", os.Getenv("COUNTERSIGN_API_KEY"), "a runtime API key (default $COUNTERSIGN_API_KEY)")
-	user := fs.String("user", os.Getenv("COUNTERSIGN_USER"), "OIDC subject of the person whose agent this is (default $COUNTERSIGN_USER)")
+	// The environment is read after parsing, not shown as flag defaults:
+	// help text must never print the API key.
+	url := fs.String("url", "", "Countersign's address (default $COUNTERSIGN_URL)")
+	key := fs.String("api-key", "", "a runtime API key (default $COUNTERSIGN_API_KEY)")
+	user := fs.String("user", "", "OIDC subject of the person whose agent this is (default $COUNTERSIGN_USER)")
 	wait := fs.Duration("wait", hook.DefaultWait, "answer by then; keep it below the agent's hook timeout")
 	deferAnswer := fs.Bool("defer", false, "Claude Code -p runs: answer defer instead of deny when the wait ends")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
@@ -38,6 +40,15 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "countersign hook: bad flags — the call did not run.")
 		return hook.ExitFailed
 	}
+	orEnv(url, "COUNTERSIGN_URL")
+	orEnv(key, "COUNTERSIGN_API_KEY")
+	orEnv(user, "COUNTERSIGN_USER")
 	cfg := hook.Config{Client: client.New(*url, *key), User: *user, Dialect: *dialect, Wait: *wait, Defer: *deferAnswer}
 	return hook.Run(ctx, cfg, stdin, stdout, stderr)
+}
+
+func orEnv(v *string, name string) {
+	if *v == "" {
+		*v = os.Getenv(name)
+	}
 }

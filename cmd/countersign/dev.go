@@ -73,6 +73,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ready := func(a *app) {
 		fmt.Fprintf(stdout, "\nCountersign is running: open %s\n", cfg.BaseURL)
 		fmt.Fprintf(stdout, "Sign in as %s (member) or %s (admin) on the development sign-in page.\n", dev.DemoMember.Name, dev.DemoAdmin.Name)
+		printHookLine(stdout, cfg.BaseURL.String(), "'<key printed above>'", dev.DemoMember.Subject)
 		fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
 		if *noAgent {
 			return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/hook"
@@ -51,4 +52,15 @@ func orEnv(v *string, name string) {
 	if *v == "" {
 		*v = os.Getenv(name)
 	}
+}
+
+// printHookLine prints the hook command for a server, ready for an agent's
+// settings (docs/agents.md has the full snippets).
+func printHookLine(w io.Writer, baseURL, key, user string) {
+	bin, err := os.Executable()
+	if err != nil || strings.Contains(bin, "go-build") {
+		bin = "countersign" // go run: the binary is gone when it stops
+	}
+	fmt.Fprintln(w, "Claude Code hook (.claude/settings.json → hooks.PreToolUse, matcher \"*\", timeout 60; see docs/agents.md):")
+	fmt.Fprintf(w, "  %s hook --url %s --api-key %s --user %s\n", bin, baseURL, key, user)
 }

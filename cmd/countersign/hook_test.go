@@ -132,3 +132,15 @@ func BenchmarkHookAllowed(b *testing.B) {
 	b.ReportMetric(float64(version.Microseconds())/1000/n, "version-ms")
 	b.ReportMetric(float64(hook)/float64(version), "hook/version")
 }
+
+// countersign dev prints a hook line that is the hook's own command line.
+func TestPrintHookLine(t *testing.T) {
+	var b bytes.Buffer
+	printHookLine(&b, "http://localhost:8080", "cs_key", "demo-member")
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	fields := strings.Fields(lines[len(lines)-1])
+	want := []string{"hook", "--url", "http://localhost:8080", "--api-key", "cs_key", "--user", "demo-member"}
+	if len(fields) != len(want)+1 || strings.Join(fields[1:], " ") != strings.Join(want, " ") {
+		t.Fatalf("hook line %q", lines[len(lines)-1])
+	}
+}

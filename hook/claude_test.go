@@ -27,7 +27,7 @@ func waitingMessage(s *server, tool, id string) string {
 // Recorded Claude Code inputs, each answered without a person.
 func TestClaudeCodeInputs(t *testing.T) {
 	s := newServer(t)
-	cfg := s.config(hook.ClaudeCode, 300*time.Millisecond)
+	cfg := s.config(hook.ClaudeCode, shortWait)
 	t.Run("ReadOnlyAllowedByPolicy", func(t *testing.T) {
 		runHook(cfg, claudeInput("toolu_read", "Read", readFile)).
 			want(t, 0, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"Allowed by Countersign (policy)."}}`+"\n")
@@ -90,7 +90,7 @@ func TestClaudeCodeInputs(t *testing.T) {
 // An administrator's policy is never loosened by a hook's registration.
 func TestClaudeCodeKeepsAdminPolicy(t *testing.T) {
 	s := newServer(t)
-	cfg := s.config(hook.ClaudeCode, 300*time.Millisecond)
+	cfg := s.config(hook.ClaudeCode, shortWait)
 	// The demo catalog's mail connector: search_messages is read-only
 	// (allowed); an MCP call to it is allowed as it stands.
 	runHook(cfg, claudeInput("toolu_m1", "mcp__mail__search_messages", `{"query":"invoices"}`)).
@@ -153,7 +153,7 @@ func TestClaudeCodeExpired(t *testing.T) {
 // tool_use_id) joins the same item, and after approval runs once.
 func TestClaudeCodeDeadlineThenRetry(t *testing.T) {
 	s := newServer(t)
-	cfg := s.config(hook.ClaudeCode, 300*time.Millisecond)
+	cfg := s.config(hook.ClaudeCode, shortWait)
 	first := runHook(cfg, claudeInput("toolu_a", "Bash", rmRF))
 	id := s.pendingID(t, "toolu_a")
 	first.want(t, 0, claudeAnswer("deny", waitingMessage(s, "Bash", id)))
@@ -182,7 +182,7 @@ func TestClaudeCodeDeadlineThenRetry(t *testing.T) {
 // claude -p: the deadline answers defer, so the run stops cleanly.
 func TestClaudeCodeDefer(t *testing.T) {
 	s := newServer(t)
-	cfg := s.config(hook.ClaudeCode, 300*time.Millisecond)
+	cfg := s.config(hook.ClaudeCode, shortWait)
 	cfg.Defer = true
 	r := runHook(cfg, claudeInput("toolu_p", "Bash", rmRF))
 	r.want(t, 0, claudeAnswer("defer", waitingMessage(s, "Bash", s.pendingID(t, "toolu_p"))))

@@ -19,7 +19,7 @@ func codexAnswer(behavior, message string) string {
 
 func TestCodex(t *testing.T) {
 	s := newServer(t)
-	cfg := s.config(hook.Codex, 300*time.Millisecond)
+	cfg := s.config(hook.Codex, shortWait)
 	t.Run("AllowedByPolicy", func(t *testing.T) {
 		runHook(cfg, codexInput("mcp__mail__search_messages", `{"query":"invoices"}`)).want(t, 0, codexAnswer("allow", ""))
 	})

@@ -148,3 +148,7 @@ func (s *server) count(t *testing.T, query string, args ...any) int {
 	}
 	return n
 }
+
+// shortWait is a --wait that passes before anyone answers, with room for
+// the check (and a first-sight registration) on a busy machine.
+const shortWait = 2 * time.Second

@@ -88,7 +88,7 @@ func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
 	// agent cuts off lets the call through to the agent's own prompt.
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	out, err := gate(ctx, cfg.Client, call, target, personWait(wait))
+	out, err := gate(ctx, cfg.Client, call, target, time.Now().Add(personWait(wait)))
 	if err != nil {
 		return nil, failure(cfg.Client.BaseURL, err)
 	}
@@ -109,8 +109,8 @@ func personWait(wait time.Duration) time.Duration {
 // gate asks once; a tool the server does not know yet is registered —
 // which never changes the policy of a tool it knows — and asked again.
 // Registering only on unknown_tool keeps the usual call to one request.
-func gate(ctx context.Context, c *client.Client, call client.Call, t Target, wait time.Duration) (client.Outcome, error) {
-	out, err := c.GateWithin(ctx, call, wait)
+func gate(ctx context.Context, c *client.Client, call client.Call, t Target, stopAt time.Time) (client.Outcome, error) {
+	out, err := c.GateWithin(ctx, call, until(stopAt))
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Code != approval.CodeUnknownTool {
 		return out, err
@@ -118,7 +118,13 @@ func gate(ctx context.Context, c *client.Client, call client.Call, t Target, wai
 	if _, err := c.RegisterTool(ctx, t.Connector, t.Registration); err != nil {
 		return client.Outcome{}, fmt.Errorf("could not register %s · %s: %w", t.Connector, t.Tool, err)
 	}
-	return c.GateWithin(ctx, call, wait)
+	return c.GateWithin(ctx, call, until(stopAt))
+}
+
+// until is the wait left before stopAt, never 0 (which GateWithin reads
+// as "no bound").
+func until(stopAt time.Time) time.Duration {
+	return max(time.Until(stopAt), time.Millisecond)
 }
 
 func allowedReason(out client.Outcome) string {

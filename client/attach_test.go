@@ -42,7 +42,7 @@ func TestGateWithinAgainstServer(t *testing.T) {
 	decide(t, member, id, url.Values{"decision": {"approve"}})
 	call.CallID = "w3"
 	out, err = c.GateWithin(ctx, call, 100*time.Millisecond)
-	if err != nil || !out.Allowed || out.Via != "person" || out.ApprovalID != id {
+	if err != nil || !out.Allowed || out.Via != "person" || out.Scope != "once" || out.ApprovalID != id {
 		t.Fatalf("retry after approval: %+v %v", out, err)
 	}
 	var claims int

@@ -292,7 +292,13 @@ func (c *Client) claim(ctx context.Context, call Call, callID string, st approva
 	if err != nil {
 		return unavailable(call, st.ID), err
 	}
-	return Outcome{Allowed: true, Via: "person", Scope: st.Scope, ApprovalID: st.ID}, nil
+	// A check that attached to an approved item carries no scope; the
+	// claim's answer does.
+	scope := st.Scope
+	if scope == "" {
+		scope = claimed.Scope
+	}
+	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID}, nil
 }
 
 // notAllowed is a deny or a terminal status as the server reported it. A

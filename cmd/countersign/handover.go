@@ -47,6 +47,10 @@ func printHandover(w io.Writer, h handover) {
 		fmt.Fprintf(w, "  export COUNTERSIGN_USER=%s   # the \"user\" of a check: whose inbox is asked\n", h.Users[0].Subject)
 	}
 	fmt.Fprintf(w, "  API contract: %s/api/v1/openapi.json\n", h.BaseURL)
+	if h.APIKey != "" && len(h.Users) > 0 {
+		fmt.Fprintln(w)
+		printHookLine(w, h.BaseURL, h.APIKey, h.Users[0].Subject)
+	}
 	fmt.Fprintf(w, "\nDatabase: %s\n", h.DatabaseURL)
 	fmt.Fprintln(w, "  (for countersign apikey create and audit verify: export COUNTERSIGN_DATABASE_URL=<that URL>)")
 	fmt.Fprintln(w, "\nPress Ctrl-C to stop.")

@@ -7,6 +7,7 @@
 //	countersign audit verify               check the audit log's hash chain
 //	countersign demo-agent                 a scripted runtime against any server
 //	countersign bench                      measure decision latency and waiter cost
+//	countersign hook                       Claude Code's or Codex's pre-tool-use hook
 //	countersign version                    print the version
 package main
 
@@ -41,6 +42,12 @@ func commands() []command {
 		{"audit", "countersign audit verify", "walk the audit log's hash chain and report the first broken link", runAudit},
 		{"demo-agent", "countersign demo-agent --url URL --api-key KEY --user SUBJECT [--interval 8s]", "a scripted agent runtime that keeps asking for approvals", runDemoAgent},
 		{"bench", "countersign bench [--waiters 10000]", "measure decision-to-runtime latency and the cost of waiting runtimes", runBench},
+		{"hook", hookUsage, "a coding agent's pre-tool-use hook: asks Countersign, answers in the agent's format", func(ctx context.Context, args []string, out, errw io.Writer) error {
+			if runHook(ctx, args, os.Stdin, out, errw) != 0 {
+				return errHookFailed
+			}
+			return nil
+		}},
 		{"version", "countersign version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "countersign", version)
 			return nil
@@ -69,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, flag.ErrHelp):
 			return 0
-		case errors.Is(err, errUsage):
+		case errors.Is(err, errUsage), errors.Is(err, errHookFailed):
 			return 2
 		}
 		fmt.Fprintln(stderr, "countersign "+c.name+": "+err.Error())

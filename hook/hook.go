@@ -1,0 +1,164 @@
+// Package hook answers a coding agent's pre-tool-use hook — Claude Code's
+// PreToolUse, Codex's PermissionRequest — by asking Countersign, with the
+// same check, wait and claim as client.Gate.
+//
+// The hook is one process per tool call. It exits 0 only after writing a
+// decision the agent understands; every failure exits 2 with a one-line
+// reason on stderr, which both agents treat as "do not run".
+package hook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/client"
+)
+
+// DefaultWait is how long the hook waits for a person. Claude Code's
+// command hooks were cut off after 60 s by default (600 s in current
+// releases); an agent that cuts a hook off lets the call continue to its
+// own prompt, so the hook answers well before the shorter of the two.
+const DefaultWait = 50 * time.Second
+
+// Exit codes.
+const (
+	ExitDecided = 0 // a decision is on stdout
+	ExitFailed  = 2 // no decision: the agent does not run the call
+)
+
+// Config is one hook run's configuration.
+type Config struct {
+	Client  *client.Client
+	User    string // OIDC subject of the person whose agent this is
+	Dialect string // ClaudeCode or Codex
+	// Wait bounds the whole run, the person's answer included. When it
+	// passes with the item still pending, the answer is deny (or defer)
+	// with the item's link; the same call made again attaches to it.
+	Wait time.Duration
+	// Defer answers "defer" instead of deny when Wait passes (Claude Code
+	// in -p runs: the run stops and --resume asks again).
+	Defer bool
+}
+
+// Run reads one hook input from stdin, asks Countersign and writes the
+// agent's answer to stdout. It returns the exit code; on ExitFailed it has
+// written one line to stderr.
+func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) int {
+	out, err := decide(ctx, cfg, stdin)
+	if err == nil {
+		_, err = stdout.Write(out)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "countersign hook: "+oneLine(err.Error())+" — the call did not run.")
+		return ExitFailed
+	}
+	return ExitDecided
+}
+
+func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
+	d, err := dialectFor(cfg.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Defer && !d.canDefer {
+		return nil, fmt.Errorf("%s has no defer answer", cfg.Dialect)
+	}
+	if cfg.Client == nil || cfg.Client.BaseURL == "" || cfg.Client.APIKey == "" || cfg.User == "" {
+		return nil, errors.New("set --url, --api-key and --user (or COUNTERSIGN_URL, COUNTERSIGN_API_KEY, COUNTERSIGN_USER)")
+	}
+	wait := cfg.Wait
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	in, err := readInput(stdin)
+	if err != nil {
+		return nil, err
+	}
+	call, target, err := d.call(in, cfg.User)
+	if err != nil {
+		return nil, err
+	}
+	// The whole run ends by the deadline, requests included: a hook the
+	// agent cuts off lets the call through to the agent's own prompt.
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err := gate(ctx, cfg.Client, call, target, time.Now().Add(personWait(wait)))
+	if err != nil {
+		return nil, failure(cfg.Client.BaseURL, err)
+	}
+	switch {
+	case out.Allowed:
+		return d.answer(allow, allowedReason(out))
+	case out.Code == client.CodeApprovalPending && cfg.Defer:
+		return d.answer(deferred, out.Message)
+	}
+	return d.answer(deny, out.Message)
+}
+
+// personWait leaves time after the person's answer for the claim.
+func personWait(wait time.Duration) time.Duration {
+	return wait - min(5*time.Second, wait/5)
+}
+
+// gate asks once; a tool the server does not know yet is registered —
+// which never changes the policy of a tool it knows — and asked again.
+// Registering only on unknown_tool keeps the usual call to one request.
+func gate(ctx context.Context, c *client.Client, call client.Call, t Target, stopAt time.Time) (client.Outcome, error) {
+	out, err := c.GateWithin(ctx, call, until(stopAt))
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != approval.CodeUnknownTool {
+		return out, err
+	}
+	if _, err := c.RegisterTool(ctx, t.Connector, t.Registration); err != nil {
+		return client.Outcome{}, fmt.Errorf("could not register %s · %s: %w", t.Connector, t.Tool, err)
+	}
+	return c.GateWithin(ctx, call, until(stopAt))
+}
+
+// until is the wait left before stopAt, never 0 (which GateWithin reads
+// as "no bound").
+func until(stopAt time.Time) time.Duration {
+	return max(time.Until(stopAt), time.Millisecond)
+}
+
+func allowedReason(out client.Outcome) string {
+	if out.Via == "person" {
+		return "Approved in Countersign (" + out.Scope + ")."
+	}
+	return "Allowed by Countersign (" + out.Via + ")."
+}
+
+// failure is the reason a run ends without a decision, in words for the
+// model and the person reading the agent's output.
+func failure(base string, err error) error {
+	var ce *client.Error
+	switch {
+	case errors.As(err, &ce) && ce.Status == 401:
+		return errors.New("Countersign refused the API key")
+	case errors.As(err, &ce) && ce.Message != "":
+		return fmt.Errorf("Countersign answered %d %s: %s", ce.Status, ce.Code, ce.Message)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("Countersign at %s did not answer in time", base)
+	}
+	return fmt.Errorf("could not ask Countersign at %s: %w", base, err)
+}
+
+// oneLine keeps a reason on one line: control characters become spaces.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > 500 {
+		s = string(r[:500]) + "…"
+	}
+	return s
+}

@@ -13,7 +13,7 @@ func TestContractCatchesDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	approval := `{"id":"a1","call_id":"c1","status":"pending","expires_at":"2026-11-30T10:10:00Z","arguments_digest":"sha256:ab",` +
+	approval := `{"id":"a1","call_id":"c1","status":"pending","expires_at":"2026-11-30T10:10:00Z","expires_in_ms":1000,"arguments_digest":"sha256:ab",` +
 		`"elicitation":{"id":"a1","type":"elicitation","elicitation_type":"tool_call_approval","message":"m","name":"mail.send",` +
 		`"arguments":{"parsed":true,"lines":[{"key":"to","value":"x","length":1,"shortened":false}]}}}`
 	check := `{"call_id":"c1","user":"u","conversation_id":"v","turn_id":"t","connector":"mail","tool":"send","arguments":"{}"}`
@@ -30,7 +30,7 @@ func TestContractCatchesDrift(t *testing.T) {
 			`{"error":{"code":"invalid_request","message":"Unknown field colour."}}`, ""},
 		{"OKUnknownRouteRefused", "GET", "/api/v1/nope", "", false, 404, `{"error":{"code":"not_found","message":"x"}}`, ""},
 		{"ErrUndocumentedRouteServerError", "GET", "/api/v1/nope", "", false, 500, `{"error":{"code":"internal_error","message":"x"}}`, "route is not in"},
-		{"ErrUndocumentedRoute", "PUT", "/api/v1/connectors/mail/tools/send", `{}`, false, 200, `{}`, "route is not in"},
+		{"ErrUndocumentedRoute", "PUT", "/api/v1/connectors/mail/widgets/send", `{}`, false, 200, `{}`, "route is not in"},
 		{"ErrUndocumentedRequestField", "POST", "/api/v1/tool-calls", strings.Replace(check, `}`, `,"attach_to_pending":true}`, 1),
 			false, 200, `{"call_id":"c1","decision":"allow","via":"policy"}`, "accepted a request"},
 		{"ErrNoKeyAccepted", "GET", "/api/v1/approvals/a1", "", true, 200, approval, "accepted a request"},

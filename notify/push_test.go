@@ -201,11 +201,13 @@ func TestPushConfiguredKeys(t *testing.T) {
 }
 
 // Two instances starting at once on an empty database end up with one
-// key pair, the same for both.
+// key pair, the same for both. Both find no pair and generate one before
+// either stores it (the generators wait for each other), so the race is
+// run every time.
 func TestVAPIDKeysCreatedOnce(t *testing.T) {
 	f := newFixture(t)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
+	var wg, generating sync.WaitGroup
+	generating.Add(2)
 	got := make([]db.VAPIDKeys, 2)
 	errs := make([]error, 2)
 	for i := range 2 {
@@ -214,15 +216,16 @@ func TestVAPIDKeysCreatedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(store.Close)
-		v := notify.NewVAPID(store, nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
-			got[i], errs[i] = v.Keys(context.Background())
+			got[i], errs[i] = store.EnsureVAPIDKeys(context.Background(), func() (db.VAPIDKeys, error) {
+				generating.Done()
+				generating.Wait()
+				return notify.GenerateVAPIDKeys()
+			})
 		}()
 	}
-	close(start)
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
@@ -237,6 +240,11 @@ func TestVAPIDKeysCreatedOnce(t *testing.T) {
 	}
 	if _, err := notify.ParseVAPIDKeys(got[0].PublicKey, got[0].PrivateKey); err != nil {
 		t.Fatalf("the stored pair is not a pair: %v", err)
+	}
+	// A later start (another instance's VAPID) reads the same pair.
+	k, err := notify.NewVAPID(f.store, nil).Keys(context.Background())
+	if err != nil || k != got[0] {
+		t.Fatalf("a later instance: %+v %v", k, err)
 	}
 }
 

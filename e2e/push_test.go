@@ -129,6 +129,7 @@ func TestPushDevices(t *testing.T) {
 		// The page reloads with the device listed and marked as this one.
 		acrossReload(t, ctx, visibleState+` === 'on' && document.querySelectorAll('[data-testid="push-device"]').length === 1`, "the device is not listed as on")
 		until(t, ctx, `!document.querySelector('[data-push-this]').hidden`, "the row is not marked as this browser")
+		screenshot(t, ctx, "settings-push")
 		if eval[string](t, ctx, `sessionStorage.getItem('keylen')`) != "65" {
 			t.Fatal("subscribed without the server's 65-byte VAPID public key")
 		}

@@ -48,6 +48,8 @@ type Settings struct {
 	BaseURL string
 	// EmailConfigured says whether notification mails can be sent.
 	EmailConfigured bool
+	// VAPIDPublicKey gives the Web Push public key; nil: no push.
+	VAPIDPublicKey func(ctx context.Context) (string, error)
 }
 
 // Handler holds the dependencies every handler shares.

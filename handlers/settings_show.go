@@ -19,5 +19,8 @@ func (h *Handler) SettingsShow(c echo.Context) error {
 	if u.EmailVerified {
 		v.Email = u.Email
 	}
+	if v.Devices, err = h.pushDevices(c); err != nil {
+		return err
+	}
 	return Render(c, http.StatusOK, views.Settings(v))
 }

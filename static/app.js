@@ -144,3 +144,73 @@
     attach(own);
   }
 })();
+
+// Web Push (Settings → Devices): turn push on for this browser. Permission
+// is asked only on the button's click. The service worker at /sw.js shows
+// the pushes; the subscription is posted to the server with the CSRF
+// token in a header.
+(function () {
+  'use strict';
+  var box = document.querySelector('[data-push]');
+  if (!box) { return; }
+  var button = box.querySelector('[data-push-enable]');
+  function show(state) {
+    box.querySelectorAll('[data-push-state]').forEach(function (el) { el.hidden = el.getAttribute('data-push-state') !== state; });
+    button.hidden = !(state === 'ready' || state === 'failed');
+  }
+  // Push needs a secure context (https; localhost counts as secure).
+  if (!window.isSecureContext) { show('insecure'); return; }
+  if (!('serviceWorker' in navigator) || !('PushManager' in window) || !('Notification' in window)) { show('unsupported'); return; }
+  if (Notification.permission === 'denied') { show('denied'); return; }
+
+  function keyBytes(b64) {
+    var s = b64.replace(/-/g, '+').replace(/_/g, '/');
+    s += '===='.slice(0, (4 - s.length % 4) % 4);
+    var raw = window.atob(s), out = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) { out[i] = raw.charCodeAt(i); }
+    return out;
+  }
+  function hex(buf) {
+    return Array.prototype.map.call(new Uint8Array(buf), function (b) { return ('0' + b.toString(16)).slice(-2); }).join('');
+  }
+  // Mark this browser's row, if the server lists it: the rows carry a
+  // hash of the endpoint, never the endpoint itself.
+  function markThis(sub) {
+    if (!sub) { return Promise.resolve(false); }
+    return window.crypto.subtle.digest('SHA-256', new TextEncoder().encode(sub.endpoint)).then(function (d) {
+      var h = hex(d), found = false;
+      box.querySelectorAll('[data-push-endpoint]').forEach(function (row) {
+        var mine = row.getAttribute('data-push-endpoint') === h;
+        found = found || mine;
+        var note = row.querySelector('[data-push-this]');
+        if (note) { note.hidden = !mine; }
+      });
+      return found;
+    });
+  }
+
+  var registration = navigator.serviceWorker.register('/sw.js', { scope: '/' });
+  registration.then(function (reg) { return reg.pushManager.getSubscription(); })
+    .then(markThis)
+    .then(function (on) { show(on ? 'on' : 'ready'); })
+    .catch(function () { show('unsupported'); });
+
+  button.addEventListener('click', function () {
+    button.disabled = true;
+    Notification.requestPermission().then(function (p) {
+      if (p !== 'granted') { show(p === 'denied' ? 'denied' : 'ready'); return null; }
+      return registration.then(function (reg) {
+        return reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(box.getAttribute('data-push-key')) });
+      }).then(function (sub) {
+        return fetch('/settings/push', {
+          method: 'POST', credentials: 'same-origin',
+          headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': box.getAttribute('data-csrf') },
+          body: JSON.stringify(sub)
+        });
+      }).then(function (resp) {
+        if (!resp.ok) { throw new Error('subscribe: ' + resp.status); }
+        window.location.reload();
+      });
+    }).catch(function () { show('failed'); }).then(function () { button.disabled = false; });
+  });
+})();

@@ -7,7 +7,7 @@ import "embed"
 
 // FS is every static asset, served under /static/.
 //
-//go:embed *.js *.css *.svg
+//go:embed *.js *.css *.svg *.png *.webmanifest
 var FS embed.FS
 
 // Asset names, used by the layout.
@@ -16,4 +16,8 @@ const (
 	HTMXSSE = "htmx-ext-sse-2.2.4.js"
 	CSS     = "app.css"
 	JS      = "app.js"
+	// ServiceWorker is served at /sw.js, so that its scope is the whole
+	// app; Manifest at /manifest.webmanifest.
+	ServiceWorker = "sw.js"
+	Manifest      = "manifest.webmanifest"
 )

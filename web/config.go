@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/notify"
 )
 
@@ -34,6 +35,9 @@ type Config struct {
 	// SMTP is where notification mails go; nil: email is not configured.
 	SMTP     *notify.SMTPConfig
 	MailFrom string
+	// VAPID is the configured Web Push key pair; nil: the pair kept in the
+	// database (generated on first use).
+	VAPID *db.VAPIDKeys
 }
 
 // Setting documents one environment variable.
@@ -60,6 +64,8 @@ var Settings = []Setting{
 	{"COUNTERSIGN_PREVIEW_RETENTION", "720h", "how long argument previews of decided items are kept (audit lines are kept)"},
 	{"COUNTERSIGN_SMTP_URL", "", "mail server for notifications: smtp://user:pass@host:587 (STARTTLS), smtps://user:pass@host:465 (implicit TLS), smtp://host:25 (local relay, no auth); empty: no mail"},
 	{"COUNTERSIGN_MAIL_FROM", "", "sender address of notification mails (required with COUNTERSIGN_SMTP_URL), e.g. Countersign <countersign@example.com>"},
+	{"COUNTERSIGN_VAPID_PUBLIC_KEY", "", "Web Push VAPID public key (base64url, uncompressed P-256 point); set both or neither; empty: a pair generated once and kept in the database"},
+	{"COUNTERSIGN_VAPID_PRIVATE_KEY", "", "Web Push VAPID private key (base64url, 32 bytes), the pair of COUNTERSIGN_VAPID_PUBLIC_KEY"},
 }
 
 // LoadConfig reads the configuration through getenv, applying defaults and
@@ -129,6 +135,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.TrustedProxies = append(c.TrustedProxies, n)
 	}
 	errs = append(errs, c.loadMail(get)...)
+	errs = append(errs, c.loadVAPID(get)...)
 	if c.ApprovalTimeout > 0 && c.ApprovalTimeout < time.Second {
 		errs = append(errs, errors.New("COUNTERSIGN_APPROVAL_TIMEOUT must be at least 1s"))
 	}
@@ -191,4 +198,29 @@ func (c *Config) loadMail(get func(string) string) []error {
 	}
 	c.MailFrom = from
 	return errs
+}
+
+// loadVAPID reads a configured Web Push key pair: both halves or neither.
+// No message repeats the private key.
+func (c *Config) loadVAPID(get func(string) string) []error {
+	pub, priv := get("COUNTERSIGN_VAPID_PUBLIC_KEY"), get("COUNTERSIGN_VAPID_PRIVATE_KEY")
+	switch {
+	case pub == "" && priv == "":
+		return nil
+	case priv == "":
+		return []error{errors.New("COUNTERSIGN_VAPID_PRIVATE_KEY is required with COUNTERSIGN_VAPID_PUBLIC_KEY: set both or neither")}
+	case pub == "":
+		return []error{errors.New("COUNTERSIGN_VAPID_PUBLIC_KEY is required with COUNTERSIGN_VAPID_PRIVATE_KEY: set both or neither")}
+	}
+	k, err := notify.ParseVAPIDKeys(pub, priv)
+	switch {
+	case errors.Is(err, notify.ErrVAPIDPublic):
+		return []error{fmt.Errorf("COUNTERSIGN_VAPID_PUBLIC_KEY %v", err)}
+	case errors.Is(err, notify.ErrVAPIDPrivate):
+		return []error{fmt.Errorf("COUNTERSIGN_VAPID_PRIVATE_KEY %v", err)}
+	case err != nil:
+		return []error{fmt.Errorf("COUNTERSIGN_VAPID_PRIVATE_KEY: %v (COUNTERSIGN_VAPID_PUBLIC_KEY)", err)}
+	}
+	c.VAPID = &k
+	return nil
 }

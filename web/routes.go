@@ -22,6 +22,8 @@ func (s *Server) routes() {
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metrics.handler())
 	e.GET("/static/*", staticHandler())
+	e.GET("/sw.js", h.ServiceWorker)
+	e.GET("/manifest.webmanifest", h.Manifest)
 
 	// Runtime API. Its contract is public; everything else needs a key.
 	e.GET("/api/v1/openapi.json", h.APIOpenAPI)
@@ -65,6 +67,8 @@ func (s *Server) routes() {
 	user.POST("/playbooks/:id/preapprovals/:tool/revoke", h.PreApprovalRevoke)
 	user.GET("/settings", h.SettingsShow)
 	user.POST("/settings/email", h.SettingsEmail)
+	user.POST("/settings/push", h.SettingsPushSubscribe)
+	user.POST("/settings/push/:id/remove", h.SettingsPushRemove)
 
 	admin := user.Group("/admin", requireAdmin)
 	admin.GET("/policies", h.PolicyList)

@@ -62,6 +62,7 @@ func New(d Deps) *Server {
 			ApprovalTimeout: d.Config.ApprovalTimeout, DeniedBlockThreshold: d.Config.DeniedBlockThreshold,
 			BaseURL:         d.Config.BaseURL.String(),
 			EmailConfigured: d.Config.SMTP != nil,
+			VAPIDPublicKey:  notify.NewVAPID(d.DB, d.Config.VAPID).PublicKey,
 		},
 	}
 	e := echo.New()
@@ -202,5 +203,6 @@ func newPipeline(d Deps) *notify.Pipeline {
 	if d.Config.SMTP != nil {
 		channels = append(channels, notify.NewEmail(d.DB, *d.Config.SMTP, d.Config.MailFrom, d.Config.BaseURL, d.MailWindow, opt.Now))
 	}
+	channels = append(channels, notify.NewPush(d.DB, notify.NewVAPID(d.DB, d.Config.VAPID), notify.VAPIDSubject(d.Config.MailFrom, d.Config.BaseURL), d.Config.BaseURL, opt.Now, nil))
 	return notify.New(d.DB, d.Hub, d.Log, opt, channels...)
 }

@@ -26,12 +26,15 @@ import (
 //   - the memory and goroutines that N concurrent waiting runtimes cost the
 //     server, and how long one decision takes to release them all.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", "countersign bench [--waiters 10000] [--iterations 200] [--database URL]", stderr, false)
+	fs := newFlags("bench", "countersign bench [--throughput] [--waiters 10000] [--iterations 200] [--database URL]", stderr, false)
 	waiters := fs.Int("waiters", 10000, "concurrent waiting runtimes for the memory measurement")
 	iterations := fs.Int("iterations", 200, "decisions measured with LISTEN/NOTIFY long polls")
 	baseline := fs.Int("baseline-iterations", 40, "decisions measured with the 500 ms polling baseline")
 	dbURL := fs.String("database", os.Getenv("COUNTERSIGN_DATABASE_URL"), "Postgres to use (default: a private cluster in a temporary folder)")
 	auditEvents := fs.Int("audit-events", 0, "also load this many audit events and time the audit screen's queries and the CSV export (e.g. 1000000)")
+	tput := fs.Bool("throughput", false, "measure only throughput: the floors and the check's three paths, with ratios")
+	runtimes := fs.Int("runtimes", 16, "concurrent runtimes for --throughput")
+	span := fs.Duration("span", 4*time.Second, "how long each --throughput measurement runs")
 	holdURL := fs.String("hold", "", "internal: hold waiters against this server (the waiters' own process)")
 	holdKey := fs.String("hold-key", "", "internal")
 	holdIDs := fs.String("hold-ids", "", "internal")
@@ -47,6 +50,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer b.close()
 	fmt.Fprintf(stdout, "Countersign bench — %s, %d CPUs, Postgres %s\n\n", runtime.Version(), runtime.NumCPU(), b.pgVersion)
+	if *tput {
+		return b.throughput(ctx, *runtimes, *span, stdout)
+	}
 
 	listen, err := b.latency(ctx, *iterations, 8, func(c *client.Client) { c.PollWait = 30 * time.Second })
 	if err != nil {
@@ -80,6 +86,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 type benchServer struct {
 	db        *db.DB
+	url       string
 	hub       *db.Hub
 	base      string
 	key       string
@@ -114,6 +121,7 @@ func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*bench
 		b.close()
 		return nil, err
 	}
+	b.url = dbURL
 	store, err := db.Open(ctx, dbURL)
 	if err != nil {
 		b.close()

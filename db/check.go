@@ -47,9 +47,14 @@ type CheckOptions struct {
 // caller answers and before the notification is delivered (Postgres sends
 // NOTIFY at commit), so nothing announces an item that could still vanish.
 func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckOptions) (CheckResult, error) {
-	var res CheckResult
 	args := approval.ParseArguments(req.Arguments)
-	var err error
+	res, decided, err := d.checkByPolicy(ctx, key, req, args, opt)
+	if err != nil {
+		return CheckResult{}, translate("check", err)
+	}
+	if decided {
+		return res, nil
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		err = d.checkTx(ctx, key, req, args, opt, &res)
 		// Two identical calls racing both insert; the loser retries and

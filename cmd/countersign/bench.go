@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	auditEvents := fs.Int("audit-events", 0, "also load this many audit events and time the audit screen's queries and the CSV export (e.g. 1000000)")
 	tput := fs.Bool("throughput", false, "measure only throughput: the floors and the check's three paths, with ratios")
 	runtimes := fs.Int("runtimes", 16, "concurrent runtimes for --throughput")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the --throughput run (server and runtimes, one process) to this file")
 	span := fs.Duration("span", 4*time.Second, "how long each --throughput measurement runs")
 	holdURL := fs.String("hold", "", "internal: hold waiters against this server (the waiters' own process)")
 	holdKey := fs.String("hold-key", "", "internal")
@@ -51,6 +53,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer b.close()
 	fmt.Fprintf(stdout, "Countersign bench — %s, %d CPUs, Postgres %s\n\n", runtime.Version(), runtime.NumCPU(), b.pgVersion)
 	if *tput {
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		return b.throughput(ctx, *runtimes, *span, stdout)
 	}
 

@@ -22,7 +22,14 @@ func TestAuditVerifyCommand(t *testing.T) {
 		})
 	}
 	code, out, _ := runCmd(t, map[string]string{"COUNTERSIGN_DATABASE_URL": u}, "audit", "verify")
-	if code != 0 || !strings.Contains(out, "5 events, chain intact") {
+	if code != 0 || !strings.Contains(out, "0 events, chain intact") || !strings.Contains(out, "5 newer events not sealed yet") {
+		t.Fatalf("before the seal, exit %d: %s", code, out)
+	}
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runCmd(t, map[string]string{"COUNTERSIGN_DATABASE_URL": u}, "audit", "verify")
+	if code != 0 || !strings.Contains(out, "5 events, chain intact") || !strings.Contains(out, "no unsealed events") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,

@@ -149,6 +149,7 @@ func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*bench
 	b.cancel = cancel
 	b.hub = db.NewHub(dbURL, log)
 	go b.hub.Run(runCtx)
+	go store.RunSealer(runCtx, log, sealEvery)
 	<-b.hub.Ready()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -58,8 +59,9 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 	for attempt := 0; attempt < 3; attempt++ {
 		err = d.checkTx(ctx, key, req, args, opt, &res)
 		// Two identical calls racing both insert; the loser retries and
-		// finds the winner's item.
-		if !isUniqueViolation(err) {
+		// finds the winner's item. A policy changed between the read and
+		// the pending item's insert is read again.
+		if !isUniqueViolation(err) && !errors.Is(err, errToolChanged) {
 			break
 		}
 	}
@@ -77,7 +79,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		res := CheckResult{}
 		defer func() { *out = res }()
 		res = CheckResult{}
-		tool, err := activeTool(ctx, tx, req.Connector, req.Tool)
+		tool, err := toolForCheck(ctx, tx, req.Connector, req.Tool)
 		if err != nil {
 			return err
 		}
@@ -145,6 +147,9 @@ func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckR
 		ev.Action = approval.ActionBlockedByPolicy
 		return RecordAudit(ctx, tx, ev)
 	case o.Verdict == approval.Pending:
+		if err := holdToolPolicy(ctx, tx, tool); err != nil {
+			return err
+		}
 		a, err := createPending(ctx, tx, key, req, args, tool, opt.Timeout)
 		if err != nil {
 			return err
@@ -160,7 +165,10 @@ func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckR
 }
 
 func useGrant(ctx context.Context, tx pgx.Tx, id int64, ev approval.AuditEvent) error {
-	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now() WHERE id = $1`, id); err != nil {
+	// At most once a minute: every call under one grant would otherwise
+	// queue on the grant's row lock until the previous one commits.
+	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now()
+		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, id); err != nil {
 		return err
 	}
 	return RecordAudit(ctx, tx, ev)

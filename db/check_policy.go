@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
@@ -44,4 +45,39 @@ func (d *DB) checkByPolicy(ctx context.Context, key APIKey, req CheckRequest, ar
 		return CheckResult{}, false, nil
 	}
 	return CheckResult{Outcome: o, Tool: tool}, true, nil
+}
+
+// errToolChanged says the tool's policy changed between the check's read
+// and its pending item's insert; the check starts again.
+var errToolChanged = errors.New("db: the tool's policy changed during the check")
+
+// toolForCheck reads the tool without locking its row: only a pending item
+// needs the policy to hold until commit (holdToolPolicy), and every other
+// outcome leaves nothing in flight that a later policy change must end.
+func toolForCheck(ctx context.Context, tx pgx.Tx, connector, name string) (Tool, error) {
+	rows, err := tx.Query(ctx, toolSelect+` WHERE t.connector = $1 AND t.name = $2
+		AND t.retired_at IS NULL AND c.deleted_at IS NULL`, connector, name)
+	if err != nil {
+		return Tool{}, err
+	}
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tool])
+	if err == pgx.ErrNoRows {
+		return Tool{}, approval.Errorf(approval.KindNotFound, approval.CodeUnknownTool,
+			"The tool %s · %s is not in the catalog (or was retired). Sync the connector's tool list first.", connector, name)
+	}
+	return t, err
+}
+
+// holdToolPolicy locks the tool's row (shared) before a pending item is
+// inserted, so that a policy change or retirement either commits first and
+// is seen here, or waits for this item and then ends it; it fails with
+// errToolChanged when the policy read earlier is no longer current.
+func holdToolPolicy(ctx context.Context, tx pgx.Tx, tool Tool) error {
+	var current bool
+	err := tx.QueryRow(ctx, `SELECT t.policy_version = $2 AND t.retired_at IS NULL AND c.deleted_at IS NULL
+		FROM tools t JOIN connectors c ON c.name = t.connector WHERE t.id = $1 FOR SHARE OF t`, tool.ID, tool.PolicyVersion).Scan(&current)
+	if err == nil && !current {
+		return errToolChanged
+	}
+	return err
 }

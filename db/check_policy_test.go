@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,45 @@ func TestAllowedByPolicyKeepsPendingItem(t *testing.T) {
 	if res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}); err != nil ||
 		res.Outcome.Verdict != approval.Allow {
 		t.Fatalf("new call: %+v %v", res.Outcome, err)
+	}
+}
+
+// Calls allowed by one "Always allow" grant do not queue on shared rows:
+// the tool's row is not locked, and the grant's last use is written at
+// most once a minute, so a second use within the minute leaves its row as
+// it was. Each use is still audited.
+func TestGrantUseLocksNoSharedRow(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	a, _ := f.pending(t, "turn-0")
+	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.AlwaysAllow, ""); err != nil {
+		t.Fatal(err)
+	}
+	use := func(n string) {
+		t.Helper()
+		res, err := f.store.Check(ctx, f.key, db.CheckRequest{CallID: n, User: f.user.Subject, ConversationID: "conv",
+			TurnID: n, Connector: "mail", Tool: "send_email", Arguments: `{}`}, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+		if err != nil || res.Outcome != (approval.Outcome{Verdict: approval.Allow, Via: approval.ViaAlwaysAllow}) {
+			t.Fatalf("check: %+v %v", res.Outcome, err)
+		}
+	}
+	state := func() (s string) {
+		t.Helper()
+		if err := f.store.Pool.QueryRow(ctx, `SELECT (SELECT xmax::text FROM tools WHERE id = $1) || '/' ||
+			(SELECT xmin::text FROM standing_grants WHERE tool_id = $1) || '/' ||
+			(SELECT count(*) FROM audit_events WHERE action = $2)`, f.tool.ID, approval.ActionAutoApprovedAlways).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	use("first")
+	s1 := state()
+	use("second")
+	s2 := state()
+	if s1[:strings.LastIndex(s1, "/")] != s2[:strings.LastIndex(s2, "/")] {
+		t.Fatalf("the second use wrote to the tool's or the grant's row (tool xmax/grant xmin/audited): %s → %s", s1, s2)
+	}
+	if !strings.HasSuffix(s1, "/1") || !strings.HasSuffix(s2, "/2") {
+		t.Fatalf("each use is audited: %s → %s", s1, s2)
 	}
 }

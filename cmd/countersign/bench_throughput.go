@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,22 +137,25 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	pr := policy.perSec() / health.perSec()
 	row("check allowed by policy", policy, fmt.Sprintf("%.2f× healthz  %s (≥5000/s, ≥0.30×, p99 ≤10ms)",
 		pr, verdict(policy.perSec() >= 5000 && pr >= 0.30 && pctD(policy.lat, 99) <= 10*time.Millisecond)))
-	var advisory atomic.Int64
-	stopSampling := b.sampleAdvisoryWaits(ctx, &advisory)
+	stopSampling := b.sampleWaits(ctx)
 	grant, err := check(paths[1])
-	samples := stopSampling()
+	samples, waits := stopSampling()
 	if err != nil {
 		return fmt.Errorf("allowed by a grant: %w", err)
 	}
 	gr := grant.perSec() / commits.perSec()
 	row("check allowed by \"Always allow\" (audited)", grant, fmt.Sprintf("%.2f× commits  %s (≥0.20×)", gr, verdict(gr >= 0.20)))
+	stopSampling = b.sampleWaits(ctx)
 	pending, err := check(paths[2])
+	pSamples, pWaits := stopSampling()
 	if err != nil {
 		return fmt.Errorf("creating a pending item: %w", err)
 	}
 	nr := pending.perSec() / notifies.perSec()
 	row("check creating a pending item", pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.50×)", nr, verdict(nr >= 0.50)))
-	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n\n", advisory.Load(), samples)
+	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
+	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
+	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n\n", pSamples, topWaits(pWaits, 6))
 	return nil
 }
 
@@ -176,26 +181,51 @@ func newFloorPool(ctx context.Context, url string, workers int) (*pgxpool.Pool, 
 	return p, nil
 }
 
-// sampleAdvisoryWaits counts, every 5 ms until the returned stop is called,
-// backends of this database waiting on an advisory lock; stop returns how
-// many samples were taken.
-func (b *benchServer) sampleAdvisoryWaits(ctx context.Context, n *atomic.Int64) func() int {
+// sampleWaits samples, every 5 ms until the returned stop is called, what
+// this database's busy backends wait on; stop returns the samples taken and
+// the counts per wait (advisory lock waits included).
+func (b *benchServer) sampleWaits(ctx context.Context) func() (int, map[string]int) {
 	ctx, cancel := context.WithCancel(ctx)
+	waits := map[string]int{}
 	done := make(chan int)
 	go func() {
 		samples := 0
 		for ctx.Err() == nil {
-			var c int64
-			if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&c); err == nil {
-				n.Add(c)
+			rows, err := b.db.Pool.Query(ctx, `SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity
+				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
+			if err == nil {
+				for rows.Next() {
+					var w string
+					if rows.Scan(&w) == nil {
+						waits[w]++
+					}
+				}
+				rows.Close()
 				samples++
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 		done <- samples
 	}()
-	return func() int { cancel(); return <-done }
+	return func() (int, map[string]int) { cancel(); n := <-done; return n, waits }
+}
+
+// topWaits is the most frequent waits, in words.
+func topWaits(waits map[string]int, n int) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var l []kv
+	for k, v := range waits {
+		l = append(l, kv{k, v})
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].v > l[j].v })
+	var out []string
+	for i := 0; i < len(l) && i < n; i++ {
+		out = append(out, fmt.Sprintf("%s %d", l[i].k, l[i].v))
+	}
+	return strings.Join(out, ", ")
 }
 
 // checkPath is one of the check's paths: the tool called, by whom, and the

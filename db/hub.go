@@ -48,11 +48,12 @@ type Hub struct {
 	// Reconnects counts successful LISTENs after the first.
 	reconnects int
 
-	retryAfter time.Duration
+	retryAfter  time.Duration
+	healthEvery time.Duration
 }
 
 // SetRetryAfter sets the first pause before reconnecting a lost listener
-// (it doubles up to 5s); the default is 100ms.
+// (it doubles up to 2s); the default is 100ms.
 func (h *Hub) SetRetryAfter(d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -66,11 +67,15 @@ func (h *Hub) backoff(attempt int) time.Duration {
 	if d <= 0 {
 		d = 100 * time.Millisecond
 	}
-	for i := 0; i < attempt && d < 5*time.Second; i++ {
+	for i := 0; i < attempt && d < maxRetryAfter; i++ {
 		d *= 2
 	}
-	return min(d, 5*time.Second)
+	return min(d, maxRetryAfter)
 }
+
+// maxRetryAfter caps the pause between reconnects, so that waiters hear of
+// decisions soon after the database is back.
+const maxRetryAfter = 2 * time.Second
 
 // Subscription receives pokes on C until Close.
 type Subscription struct {
@@ -160,87 +165,3 @@ func (h *Hub) Closed() <-chan struct{} { return h.closed }
 
 // CloseWaiters tells every waiter to return, for a quick shutdown.
 func (h *Hub) CloseWaiters() { h.once.Do(func() { close(h.closed) }) }
-
-// Run listens until ctx ends, reconnecting with backoff.
-func (h *Hub) Run(ctx context.Context) {
-	first := true
-	attempt := 0
-	for ctx.Err() == nil {
-		listened, err := h.listen(ctx, &first)
-		if ctx.Err() != nil {
-			return
-		}
-		if listened {
-			attempt = 0
-		}
-		wait := h.backoff(attempt)
-		attempt++
-		h.log.Warn("notification listener lost its connection; reconnecting", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
-}
-
-// listen holds one LISTEN connection until it fails; listened says whether
-// LISTEN was in place at some point.
-func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error) {
-	conn, err := pgx.Connect(ctx, h.url)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
-		return false, err
-	}
-	h.mu.Lock()
-	h.conn = conn
-	if !*first {
-		h.reconnects++
-	}
-	h.mu.Unlock()
-	if *first {
-		*first = false
-		close(h.ready)
-	} else {
-		// Anything may have changed while we were not listening.
-		h.pokeAll()
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return true, err
-		}
-		var ch Change
-		if err := json.Unmarshal([]byte(n.Payload), &ch); err != nil {
-			h.log.Warn("unreadable notification", "payload", n.Payload)
-			continue
-		}
-		if ch.ApprovalID != "" {
-			h.pokeKey(ApprovalKey(ch.ApprovalID))
-		}
-		if ch.Owner != "" {
-			h.pokeKey(OwnerKey(ch.Owner))
-		}
-	}
-}
-
-// ListenerPID is the backend pid of the listening connection (tests kill it
-// with pg_terminate_backend to prove that nothing is lost).
-func (h *Hub) ListenerPID() uint32 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conn == nil {
-		return 0
-	}
-	return h.conn.PgConn().PID()
-}
-
-// Reconnects is how many times the listener reconnected.
-func (h *Hub) Reconnects() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reconnects
-}

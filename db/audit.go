@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,42 @@ func RecordAudit(ctx context.Context, tx pgx.Tx, ev approval.AuditEvent) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		ev.Actor.Kind, ev.Actor.ID, ev.Actor.Name, ev.Action, ev.Connector, ev.Tool,
 		ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, detail)
+	return translate("record audit", err)
+}
+
+// RecordAuditMany appends evs to the audit log inside tx in one statement
+// (a sweep of hundreds of items costs one insert, not hundreds).
+func RecordAuditMany(ctx context.Context, tx pgx.Tx, evs []approval.AuditEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	cols := make([][]string, 12)
+	for _, ev := range evs {
+		detail := ev.Detail
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return translate("record audit", err)
+		}
+		for i, v := range []string{ev.Actor.Kind, ev.Actor.ID, ev.Actor.Name, ev.Action, ev.Connector, ev.Tool,
+			ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, string(b)} {
+			cols[i] = append(cols[i], v)
+		}
+	}
+	args := make([]any, len(cols))
+	for i := range cols {
+		args[i] = cols[i]
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool,
+			conversation_id, turn_id, playbook_id, run_id, approval_id, detail)
+		SELECT k, i, n, a, c, t, cv, tu, pb, r, ap, d::jsonb
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+			WITH ORDINALITY AS u(k, i, n, a, c, t, cv, tu, pb, r, ap, d, ord)
+		ORDER BY ord`, args...)
 	return translate("record audit", err)
 }
 

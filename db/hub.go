@@ -18,6 +18,48 @@ const NotifyChannel = "countersign"
 type Change struct {
 	ApprovalID string `json:"a,omitempty"`
 	Owner      string `json:"o,omitempty"`
+	// A coalesced notification names many (notifyMany).
+	ApprovalIDs []string `json:"as,omitempty"`
+	Owners      []string `json:"os,omitempty"`
+}
+
+// maxPayload keeps a coalesced notification well under Postgres's limit of
+// 8000 bytes.
+const maxPayload = 7000
+
+// notifyMany queues the notifications of many changes inside tx as a few
+// payloads, each naming up to maxPayload bytes of ids and owners.
+func notifyMany(ctx context.Context, tx pgx.Tx, changes []Change) error {
+	var payloads []string
+	cur, size := Change{}, 0
+	owners := map[string]bool{}
+	flush := func() {
+		if len(cur.ApprovalIDs)+len(cur.Owners) > 0 {
+			b, _ := json.Marshal(cur)
+			payloads = append(payloads, string(b))
+		}
+		cur, size, owners = Change{}, 0, map[string]bool{}
+	}
+	for _, ch := range changes {
+		if size+len(ch.ApprovalID)+len(ch.Owner)+8 > maxPayload {
+			flush()
+		}
+		if ch.ApprovalID != "" {
+			cur.ApprovalIDs = append(cur.ApprovalIDs, ch.ApprovalID)
+			size += len(ch.ApprovalID) + 3
+		}
+		if ch.Owner != "" && !owners[ch.Owner] {
+			owners[ch.Owner] = true
+			cur.Owners = append(cur.Owners, ch.Owner)
+			size += len(ch.Owner) + 3
+		}
+	}
+	flush()
+	if len(payloads) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) p`, NotifyChannel, payloads)
+	return err
 }
 
 // notify queues a notification inside tx; Postgres delivers it at commit,

@@ -119,6 +119,12 @@ func (h *Hub) deliver(payload string) {
 	if ch.Owner != "" {
 		h.pokeKey(OwnerKey(ch.Owner))
 	}
+	for _, id := range ch.ApprovalIDs {
+		h.pokeKey(ApprovalKey(id))
+	}
+	for _, o := range ch.Owners {
+		h.pokeKey(OwnerKey(o))
+	}
 }
 
 // ListenerPID is the backend pid of the listening connection (tests kill it

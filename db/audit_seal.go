@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"log/slog"
 	"time"
 )
 
@@ -43,33 +42,6 @@ func (d *DB) SealAll(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// RunSealer seals the audit log every interval until ctx ends. Every
-// instance runs one; the lock inside audit_seal lets one work at a time, so
-// the chain has a single writer without any request waiting for it.
-func (d *DB) RunSealer(ctx context.Context, log *slog.Logger, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for ctx.Err() == nil {
-			n, err := d.SealAudit(ctx, sealBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					log.Warn("audit sealer", "err", err)
-				}
-				break
-			}
-			if n < sealBatch {
-				break
-			}
 		}
 	}
 }

@@ -27,6 +27,10 @@ func (h *Hub) healthInterval() time.Duration {
 	return h.healthEvery
 }
 
+// ListenerApplicationName names the listening connections in
+// pg_stat_activity, so that operators (and the soak) can find them.
+const ListenerApplicationName = "countersign listener"
+
 // Run listens until ctx ends, reconnecting with backoff.
 func (h *Hub) Run(ctx context.Context) {
 	first := true
@@ -54,7 +58,12 @@ func (h *Hub) Run(ctx context.Context) {
 // LISTEN was in place at some point. A connection that stays silent for the
 // health interval must answer a query, or it is dropped and replaced.
 func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error) {
-	conn, err := pgx.Connect(ctx, h.url)
+	cfg, err := pgx.ParseConfig(h.url)
+	if err != nil {
+		return false, err
+	}
+	cfg.RuntimeParams["application_name"] = ListenerApplicationName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, err
 	}

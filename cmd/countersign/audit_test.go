@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/countersign/countersign/approval"
@@ -12,7 +15,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(soakChildEnv) == "1" { // a serve instance of TestSoak
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	testenv.Main(m)
+}
 
 func TestAuditVerifyCommand(t *testing.T) {
 	store, u := testenv.OpenDB(t)

@@ -35,6 +35,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	auditEvents := fs.Int("audit-events", 0, "also load this many audit events and time the audit screen's queries and the CSV export (e.g. 1000000)")
 	tput := fs.Bool("throughput", false, "measure only throughput: the floors and the check's three paths, with ratios")
 	runtimes := fs.Int("runtimes", 16, "concurrent runtimes for --throughput")
+	soakFor := fs.Duration("soak", 0, "run the fault soak for this long instead (three serve instances on a private cluster; e.g. 10m)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the --throughput run (server and runtimes, one process) to this file")
 	span := fs.Duration("span", 4*time.Second, "how long each --throughput measurement runs")
 	holdURL := fs.String("hold", "", "internal: hold waiters against this server (the waiters' own process)")
@@ -42,6 +43,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	holdIDs := fs.String("hold-ids", "", "internal")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *soakFor > 0 {
+		return runBenchSoak(ctx, *soakFor, stdout)
 	}
 	if *holdURL != "" {
 		return holdWaiters(*holdURL, *holdKey, strings.Split(*holdIDs, ","), *waiters, stdout)

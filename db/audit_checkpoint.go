@@ -101,7 +101,7 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (int, *Checkpoint, er
 			n = -1
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM audit_events`).Scan(&head); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM audit_events WHERE seq IS NOT NULL`).Scan(&head); err != nil {
 			return err
 		}
 		limit := sealBatch

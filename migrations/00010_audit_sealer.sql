@@ -49,6 +49,9 @@ $$;
 -- +goose StatementEnd
 
 CREATE INDEX audit_events_unsealed_idx ON audit_events (xid, id) WHERE seq IS NULL;
+-- Only sealed events are in the seq index: an insert adds no entry to it.
+DROP INDEX audit_events_seq_idx;
+CREATE UNIQUE INDEX audit_events_seq_idx ON audit_events (seq) WHERE seq IS NOT NULL;
 
 -- audit_seal chains up to max_events sealable events and returns how many,
 -- or -1 when another sealer holds the lock.
@@ -89,6 +92,8 @@ $$;
 SELECT audit_seal(2147483647);
 DROP FUNCTION audit_seal(INT);
 DROP INDEX audit_events_unsealed_idx;
+DROP INDEX audit_events_seq_idx;
+CREATE UNIQUE INDEX audit_events_seq_idx ON audit_events (seq);
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger
 LANGUAGE plpgsql AS $$

@@ -30,6 +30,9 @@ func (b *benchServer) audit(ctx context.Context, n int, stdout io.Writer) error 
 			return err
 		}
 	}
+	if err := b.db.SealAll(ctx); err != nil {
+		return err
+	}
 	if _, err := b.db.Pool.Exec(ctx, `ANALYZE audit_events`); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -244,18 +246,24 @@ func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 	for i, d := range decisions {
 		avail[i] = string(d)
 	}
-	var id string
-	err := tx.QueryRow(ctx, `
-		INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
-			arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval)
-		RETURNING id::text`,
+	// One round trip: the insert, and the item read back as every reader
+	// sees it.
+	list, err := collectApprovals(tx.Query(ctx, `
+		WITH ins AS (
+			INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
+				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval)
+			RETURNING *)
+		`+strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
 		req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
-		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout).Scan(&id)
+		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout))
 	if err != nil {
 		return Approval{}, err
 	}
-	return getApproval(ctx, tx, id, false)
+	if len(list) != 1 {
+		return Approval{}, fmt.Errorf("db: create pending: %d rows", len(list))
+	}
+	return list[0], nil
 }
 
 // recordRunOutcome audits what an unattended run was allowed through its

@@ -153,7 +153,11 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	row("check creating a pending item", pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.50×)", nr, verdict(nr >= 0.50)))
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
 	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
-	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n\n", pSamples, topWaits(pWaits, 6))
+	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n", pSamples, topWaits(pWaits, 6))
+	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 
@@ -219,10 +223,19 @@ func (b *benchServer) prepareCheckPaths(ctx context.Context) ([]checkPath, error
 // checkOnce sends one check of path p (call i) and fails unless the answer
 // is the one expected.
 func (b *benchServer) checkOnce(ctx context.Context, hc *http.Client, p checkPath, i int) error {
-	n := strconv.Itoa(i)
+	return b.checkOnceAt(ctx, hc, b.base, p, i)
+}
+
+var callSeq atomic.Int64
+
+// checkOnceAt is checkOnce against the instance at base.
+func (b *benchServer) checkOnceAt(ctx context.Context, hc *http.Client, base string, p checkPath, _ int) error {
+	// Numbered across measurements: a call id sent again while its item is
+	// pending would get that item back.
+	n := strconv.FormatInt(callSeq.Add(1), 10)
 	body, _ := json.Marshal(client.Call{CallID: "tp-" + n, User: p.user, ConversationID: "tp", TurnID: "tp-" + n,
 		Connector: "mail", Tool: p.tool, Arguments: `{"n":` + n + `}`})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/api/v1/tool-calls", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/tool-calls", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,9 @@ type CheckOptions struct {
 	Condition       ConditionFunc // nil: any condition fails closed to "ask"
 }
 
-// Check runs the decision order for one call inside one transaction: it
+// Check runs the decision order for one call. A call the tool's policy
+// alone allows is answered by one statement, with no transaction (see
+// checkByPolicy); any other runs inside one transaction: it
 // reads the tool's policy, the turn's rejections and the owner's grants,
 // evaluates, and records what follows — an audited auto-approval, an
 // audited refusal, or a pending item. A pending item is committed before the

@@ -135,6 +135,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	pr := policy.perSec() / health.perSec()
 	row("check allowed by policy", policy, fmt.Sprintf("%.2f× healthz  %s (≥5000/s, ≥0.30×, p99 ≤10ms)",
 		pr, verdict(policy.perSec() >= 5000 && pr >= 0.30 && pctD(policy.lat, 99) <= 10*time.Millisecond)))
+	stopUnsealed := b.sampleUnsealed(ctx)
 	stopSampling := b.sampleWaits(ctx)
 	grant, err := check(paths[1])
 	samples, waits := stopSampling()
@@ -146,6 +147,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	stopSampling = b.sampleWaits(ctx)
 	pending, err := check(paths[2])
 	pSamples, pWaits := stopSampling()
+	window := stopUnsealed()
 	if err != nil {
 		return fmt.Errorf("creating a pending item: %w", err)
 	}
@@ -154,6 +156,8 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
 	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
 	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n", pSamples, topWaits(pWaits, 6))
+	fmt.Fprintf(stdout, "  unsealed audit window during the audited and pending runs: at most %s  %s (<1s)\n",
+		window.Round(time.Millisecond), verdict(window < time.Second))
 	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, stdout); err != nil {
 		return err
 	}

@@ -54,3 +54,24 @@ func topWaits(waits map[string]int, n int) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// sampleUnsealed samples, every 50 ms until the returned stop is called,
+// the age of the oldest audit line not sealed yet; stop returns the largest
+// seen: the unsealed window under the load of the moment.
+func (b *benchServer) sampleUnsealed(ctx context.Context) func() time.Duration {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for ctx.Err() == nil {
+			var secs float64
+			if err := b.db.Pool.QueryRow(ctx, `SELECT COALESCE(extract(epoch FROM clock_timestamp() - min(at)), 0)::float8
+				FROM audit_events WHERE seq IS NULL`).Scan(&secs); err == nil {
+				worst = max(worst, time.Duration(secs*float64(time.Second)))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		done <- worst
+	}()
+	return func() time.Duration { cancel(); return <-done }
+}

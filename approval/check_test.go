@@ -115,3 +115,24 @@ func TestMessages(t *testing.T) {
 		t.Fatal("a link promised without one:", m)
 	}
 }
+
+// The check answers "allowed by policy" from the policy and the condition
+// alone, without reading rejections or grants: that is sound only while the
+// decision order returns it before looking at them.
+func TestAllowedByPolicyNeedsNoLaterFacts(t *testing.T) {
+	for _, mode := range []Mode{ModeAllow, ModeRequireApproval, ModeBlock} {
+		for _, cond := range []string{"", "x"} {
+			for _, r := range []ConditionResult{NoCondition, ConditionTrue, ConditionFalse, ConditionError} {
+				base := CheckInput{Policy: Policy{Mode: mode, StandingApproval: true, Condition: cond}, Condition: r, DeniedThreshold: 2}
+				if Evaluate(base) != (Outcome{Verdict: Allow, Via: ViaPolicy}) {
+					continue
+				}
+				full := base
+				full.RejectionsThisTurn, full.ConversationGrant, full.AlwaysGrant = 99, true, true
+				if got := Evaluate(full); got != (Outcome{Verdict: Allow, Via: ViaPolicy}) {
+					t.Errorf("%s %q %v: with rejections and grants %+v", mode, cond, r, got)
+				}
+			}
+		}
+	}
+}

@@ -2,7 +2,7 @@ package db
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +13,9 @@ import (
 
 // RecordAudit appends ev to the audit log inside tx, so that the change it
 // describes and its line commit together or not at all (invariant 10). The
-// database chains it to the previous event (see migration 00004).
+// event is stored unsealed; the sealer chains it after the commit (see
+// SealAudit and migration 00010), so no request transaction waits for
+// another's audit line.
 func RecordAudit(ctx context.Context, tx pgx.Tx, ev approval.AuditEvent) error {
 	detail := ev.Detail
 	if detail == nil {
@@ -25,6 +27,42 @@ func RecordAudit(ctx context.Context, tx pgx.Tx, ev approval.AuditEvent) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		ev.Actor.Kind, ev.Actor.ID, ev.Actor.Name, ev.Action, ev.Connector, ev.Tool,
 		ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, detail)
+	return translate("record audit", err)
+}
+
+// RecordAuditMany appends evs to the audit log inside tx in one statement
+// (a sweep of hundreds of items costs one insert, not hundreds).
+func RecordAuditMany(ctx context.Context, tx pgx.Tx, evs []approval.AuditEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	cols := make([][]string, 12)
+	for _, ev := range evs {
+		detail := ev.Detail
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return translate("record audit", err)
+		}
+		for i, v := range []string{ev.Actor.Kind, ev.Actor.ID, ev.Actor.Name, ev.Action, ev.Connector, ev.Tool,
+			ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, string(b)} {
+			cols[i] = append(cols[i], v)
+		}
+	}
+	args := make([]any, len(cols))
+	for i := range cols {
+		args[i] = cols[i]
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool,
+			conversation_id, turn_id, playbook_id, run_id, approval_id, detail)
+		SELECT k, i, n, a, c, t, cv, tu, pb, r, ap, d::jsonb
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+			$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+			WITH ORDINALITY AS u(k, i, n, a, c, t, cv, tu, pb, r, ap, d, ord)
+		ORDER BY ord`, args...)
 	return translate("record audit", err)
 }
 
@@ -48,6 +86,10 @@ type AuditLine struct {
 	Hash           string         `db:"hash"`
 }
 
+// Sealed says whether the line has its place in the chain yet: lines are
+// sealed shortly after their commit (Seq and Hash are empty until then).
+func (l AuditLine) Sealed() bool { return l.Seq > 0 }
+
 // AuditFilter narrows the audit log. Every field is optional.
 type AuditFilter struct {
 	Actions      []string
@@ -62,8 +104,8 @@ type AuditFilter struct {
 	Limit        int
 }
 
-const auditColumns = `id, seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
-	turn_id, playbook_id, run_id, approval_id, detail, hash`
+const auditColumns = `id, COALESCE(seq, 0) AS seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
+	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash`
 
 // where builds the filter's conditions; keyset bounds are added by the caller.
 func (f AuditFilter) where() (string, []any) {
@@ -185,72 +227,11 @@ func (d *DB) StreamAudit(ctx context.Context, f AuditFilter, fn func(AuditLine) 
 	}
 }
 
-// ChainReport is the result of walking the audit chain.
-type ChainReport struct {
-	Events   int64
-	Intact   bool
-	BrokenAt int64  // seq of the first broken link
-	Problem  string // what is wrong there
-	LastHash string
-}
-
-// String is the report in words.
-func (r ChainReport) String() string {
-	if r.Intact {
-		return fmt.Sprintf("%d events, chain intact (last hash %s)", r.Events, short(r.LastHash))
-	}
-	return fmt.Sprintf("chain broken at event %d: %s (%d events read)", r.BrokenAt, r.Problem, r.Events)
-}
-
-func short(h string) string {
-	if len(h) > 16 {
-		return h[:16] + "…"
-	}
-	return h
-}
-
-// VerifyAudit walks the chain in order, recomputing each event's hash, and
-// reports the first broken link: an altered event, a missing one, or one
-// whose previous-hash does not match.
-func (d *DB) VerifyAudit(ctx context.Context) (ChainReport, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT e.seq, e.prev_hash, e.hash, audit_event_hash(e.prev_hash, e) FROM audit_events e ORDER BY e.seq`)
-	if err != nil {
-		return ChainReport{}, translate("verify audit", err)
-	}
-	defer rows.Close()
-	r := ChainReport{Intact: true}
-	prev := strings.Repeat("0", 64)
-	var want int64 = 1
-	for rows.Next() {
-		var seq int64
-		var prevHash, hash, recomputed string
-		if err := rows.Scan(&seq, &prevHash, &hash, &recomputed); err != nil {
-			return ChainReport{}, translate("verify audit", err)
-		}
-		r.Events++
-		switch {
-		case !r.Intact:
-			continue
-		case seq != want:
-			r.Intact, r.BrokenAt, r.Problem = false, want, fmt.Sprintf("event %d is missing (next is %d)", want, seq)
-		case prevHash != prev:
-			r.Intact, r.BrokenAt, r.Problem = false, seq, "its link to the previous event does not match (an event before it was changed or removed)"
-		case recomputed != hash:
-			r.Intact, r.BrokenAt, r.Problem = false, seq, "its content does not match its hash (the event was altered)"
-		}
-		prev, want = hash, seq+1
-		r.LastHash = hash
-	}
-	return r, translate("verify audit", rows.Err())
-}
-
-// LatestAudit returns the newest event's position and hash.
-func (d *DB) LatestAudit(ctx context.Context) (int64, string, error) {
-	var seq int64
-	var hash string
-	err := d.Pool.QueryRow(ctx, `SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash)
-	if err == pgx.ErrNoRows {
-		return 0, "", nil
-	}
-	return seq, hash, translate("latest audit", err)
+// LatestAudit returns the newest sealed event's position and hash, and how
+// many committed events are not sealed yet.
+func (d *DB) LatestAudit(ctx context.Context) (seq int64, hash string, unsealed int64, err error) {
+	err = d.Pool.QueryRow(ctx, `SELECT COALESCE((SELECT seq FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1), 0),
+		COALESCE((SELECT hash FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1), ''),
+		(SELECT count(*) FROM audit_events WHERE seq IS NULL)`).Scan(&seq, &hash, &unsealed)
+	return seq, hash, unsealed, translate("latest audit", err)
 }

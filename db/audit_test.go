@@ -36,6 +36,9 @@ func TestAuditChain(t *testing.T) {
 	record(t, store, 20, func(i int) approval.AuditEvent {
 		return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved", Tool: fmt.Sprint("t", i)}
 	})
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	r, err := store.VerifyAudit(ctx)
 	if err != nil || !r.Intact || r.Events != 20 {
 		t.Fatalf("%+v %v", r, err)
@@ -69,6 +72,9 @@ func TestAuditChain(t *testing.T) {
 		if err != nil {
 			t.Fatal("concurrent write:", err)
 		}
+	}
+	if err := other.SealAll(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 220 {
 		t.Fatalf("after concurrent writers: %+v %v", r, err)

@@ -2,6 +2,9 @@ package db
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -43,21 +46,29 @@ type CheckOptions struct {
 	Condition       ConditionFunc // nil: any condition fails closed to "ask"
 }
 
-// Check runs the decision order for one call inside one transaction: it
+// Check runs the decision order for one call. A call the tool's policy
+// alone allows is answered by one statement, with no transaction (see
+// checkByPolicy); any other runs inside one transaction: it
 // reads the tool's policy, the turn's rejections and the owner's grants,
 // evaluates, and records what follows — an audited auto-approval, an
 // audited refusal, or a pending item. A pending item is committed before the
 // caller answers and before the notification is delivered (Postgres sends
 // NOTIFY at commit), so nothing announces an item that could still vanish.
 func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckOptions) (CheckResult, error) {
-	var res CheckResult
 	args := approval.ParseArguments(req.Arguments)
-	var err error
+	res, decided, err := d.checkByPolicy(ctx, key, req, args, opt)
+	if err != nil {
+		return CheckResult{}, translate("check", err)
+	}
+	if decided {
+		return res, nil
+	}
 	for attempt := 0; attempt < 3; attempt++ {
 		err = d.checkTx(ctx, key, req, args, opt, &res)
 		// Two identical calls racing both insert; the loser retries and
-		// finds the winner's item.
-		if !isUniqueViolation(err) {
+		// finds the winner's item. A policy changed between the read and
+		// the pending item's insert is read again.
+		if !isUniqueViolation(err) && !errors.Is(err, errToolChanged) {
 			break
 		}
 	}
@@ -75,7 +86,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		res := CheckResult{}
 		defer func() { *out = res }()
 		res = CheckResult{}
-		tool, err := activeTool(ctx, tx, req.Connector, req.Tool)
+		tool, err := toolForCheck(ctx, tx, req.Connector, req.Tool)
 		if err != nil {
 			return err
 		}
@@ -84,7 +95,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		// the tool is blocked now: an admin's block wins over whatever was
 		// pending, so the decision order below denies it.
 		if !tool.Policy().Blocks() {
-			if a, ok, err := findPendingCall(ctx, tx, key, req, args.Digest); err != nil || ok {
+			if a, ok, err := findPendingCall(ctx, tx, key, req, tool.ID, args.Digest); err != nil || ok {
 				res.Outcome, res.Approval = approval.Outcome{Verdict: approval.Pending}, &a
 				return err
 			}
@@ -143,6 +154,9 @@ func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckR
 		ev.Action = approval.ActionBlockedByPolicy
 		return RecordAudit(ctx, tx, ev)
 	case o.Verdict == approval.Pending:
+		if err := holdToolPolicy(ctx, tx, tool); err != nil {
+			return err
+		}
 		if req.AttachToPending {
 			if a, ok, err := findAttachable(ctx, tx, key, req, tool, args.Digest, opt.Timeout); err != nil || ok {
 				res.Approval = &a
@@ -167,20 +181,23 @@ func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckR
 }
 
 func useGrant(ctx context.Context, tx pgx.Tx, id int64, ev approval.AuditEvent) error {
-	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now() WHERE id = $1`, id); err != nil {
+	// At most once a minute: every call under one grant would otherwise
+	// queue on the grant's row lock until the previous one commits.
+	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now()
+		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, id); err != nil {
 		return err
 	}
 	return RecordAudit(ctx, tx, ev)
 }
 
 // findPendingCall finds the item of the same call still pending, sent by
-// the same API key: identifiers that another key sends never lead to this
-// key's item.
-func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, digest string) (Approval, bool, error) {
+// the same API key to the same tool: identifiers that another key sends, or
+// the same call id and arguments for another tool, never lead to this item.
+func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, toolID int64, digest string) (Approval, bool, error) {
 	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
 		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.turn_id = $4 AND a.call_id = $5
-		  AND a.arguments_digest = $6 AND a.status = 'pending' AND a.expires_at > now()`,
-		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, digest))
+		  AND a.tool_id = $6 AND a.arguments_digest = $7 AND a.status = 'pending' AND a.expires_at > now()`,
+		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, toolID, digest))
 	if err != nil || len(list) == 0 {
 		return Approval{}, false, err
 	}
@@ -243,18 +260,24 @@ func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 	for i, d := range decisions {
 		avail[i] = string(d)
 	}
-	var id string
-	err := tx.QueryRow(ctx, `
-		INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
-			arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval)
-		RETURNING id::text`,
+	// One round trip: the insert, and the item read back as every reader
+	// sees it.
+	list, err := collectApprovals(tx.Query(ctx, `
+		WITH ins AS (
+			INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
+				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval)
+			RETURNING *)
+		`+strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
 		req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
-		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout).Scan(&id)
+		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout))
 	if err != nil {
 		return Approval{}, err
 	}
-	return getApproval(ctx, tx, id, false)
+	if len(list) != 1 {
+		return Approval{}, fmt.Errorf("db: create pending: %d rows", len(list))
+	}
+	return list[0], nil
 }
 
 // recordRunOutcome audits what an unattended run was allowed through its

@@ -18,6 +18,48 @@ const NotifyChannel = "countersign"
 type Change struct {
 	ApprovalID string `json:"a,omitempty"`
 	Owner      string `json:"o,omitempty"`
+	// A coalesced notification names many (notifyMany).
+	ApprovalIDs []string `json:"as,omitempty"`
+	Owners      []string `json:"os,omitempty"`
+}
+
+// maxPayload keeps a coalesced notification well under Postgres's limit of
+// 8000 bytes.
+const maxPayload = 7000
+
+// notifyMany queues the notifications of many changes inside tx as a few
+// payloads, each naming up to maxPayload bytes of ids and owners.
+func notifyMany(ctx context.Context, tx pgx.Tx, changes []Change) error {
+	var payloads []string
+	cur, size := Change{}, 0
+	owners := map[string]bool{}
+	flush := func() {
+		if len(cur.ApprovalIDs)+len(cur.Owners) > 0 {
+			b, _ := json.Marshal(cur)
+			payloads = append(payloads, string(b))
+		}
+		cur, size, owners = Change{}, 0, map[string]bool{}
+	}
+	for _, ch := range changes {
+		if size+len(ch.ApprovalID)+len(ch.Owner)+8 > maxPayload {
+			flush()
+		}
+		if ch.ApprovalID != "" {
+			cur.ApprovalIDs = append(cur.ApprovalIDs, ch.ApprovalID)
+			size += len(ch.ApprovalID) + 3
+		}
+		if ch.Owner != "" && !owners[ch.Owner] {
+			owners[ch.Owner] = true
+			cur.Owners = append(cur.Owners, ch.Owner)
+			size += len(ch.Owner) + 3
+		}
+	}
+	flush()
+	if len(payloads) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) p`, NotifyChannel, payloads)
+	return err
 }
 
 // OutboxChannel announces committed notification events (RecordEvent). It
@@ -55,11 +97,12 @@ type Hub struct {
 	// Reconnects counts successful LISTENs after the first.
 	reconnects int
 
-	retryAfter time.Duration
+	retryAfter  time.Duration
+	healthEvery time.Duration
 }
 
 // SetRetryAfter sets the first pause before reconnecting a lost listener
-// (it doubles up to 5s); the default is 100ms.
+// (it doubles up to 2s); the default is 100ms.
 func (h *Hub) SetRetryAfter(d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -73,11 +116,15 @@ func (h *Hub) backoff(attempt int) time.Duration {
 	if d <= 0 {
 		d = 100 * time.Millisecond
 	}
-	for i := 0; i < attempt && d < 5*time.Second; i++ {
+	for i := 0; i < attempt && d < maxRetryAfter; i++ {
 		d *= 2
 	}
-	return min(d, 5*time.Second)
+	return min(d, maxRetryAfter)
 }
+
+// maxRetryAfter caps the pause between reconnects, so that waiters hear of
+// decisions soon after the database is back.
+const maxRetryAfter = 2 * time.Second
 
 // Subscription receives pokes on C until Close.
 type Subscription struct {
@@ -167,91 +214,3 @@ func (h *Hub) Closed() <-chan struct{} { return h.closed }
 
 // CloseWaiters tells every waiter to return, for a quick shutdown.
 func (h *Hub) CloseWaiters() { h.once.Do(func() { close(h.closed) }) }
-
-// Run listens until ctx ends, reconnecting with backoff.
-func (h *Hub) Run(ctx context.Context) {
-	first := true
-	attempt := 0
-	for ctx.Err() == nil {
-		listened, err := h.listen(ctx, &first)
-		if ctx.Err() != nil {
-			return
-		}
-		if listened {
-			attempt = 0
-		}
-		wait := h.backoff(attempt)
-		attempt++
-		h.log.Warn("notification listener lost its connection; reconnecting", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
-}
-
-// listen holds one LISTEN connection until it fails; listened says whether
-// LISTEN was in place at some point.
-func (h *Hub) listen(ctx context.Context, first *bool) (listened bool, err error) {
-	conn, err := pgx.Connect(ctx, h.url)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel+"; LISTEN "+OutboxChannel); err != nil {
-		return false, err
-	}
-	h.mu.Lock()
-	h.conn = conn
-	if !*first {
-		h.reconnects++
-	}
-	h.mu.Unlock()
-	if *first {
-		*first = false
-		close(h.ready)
-	} else {
-		// Anything may have changed while we were not listening.
-		h.pokeAll()
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return true, err
-		}
-		if n.Channel == OutboxChannel {
-			h.pokeKey(OutboxKey)
-			continue
-		}
-		var ch Change
-		if err := json.Unmarshal([]byte(n.Payload), &ch); err != nil {
-			h.log.Warn("unreadable notification", "payload", n.Payload)
-			continue
-		}
-		if ch.ApprovalID != "" {
-			h.pokeKey(ApprovalKey(ch.ApprovalID))
-		}
-		if ch.Owner != "" {
-			h.pokeKey(OwnerKey(ch.Owner))
-		}
-	}
-}
-
-// ListenerPID is the backend pid of the listening connection (tests kill it
-// with pg_terminate_backend to prove that nothing is lost).
-func (h *Hub) ListenerPID() uint32 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.conn == nil {
-		return 0
-	}
-	return h.conn.PgConn().PID()
-}
-
-// Reconnects is how many times the listener reconnected.
-func (h *Hub) Reconnects() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reconnects
-}

@@ -32,7 +32,7 @@ func settle(ctx context.Context, tx pgx.Tx, e ending, where string, args ...any)
 // rows are locked in id order first, so that two sweeps over overlapping
 // items (a block and a stopped turn) wait for each other instead of
 // deadlocking; the audit lines come afterwards (announceEnded), as in every
-// other writer, which takes row locks before the audit chain's lock.
+// other writer.
 func endItems(ctx context.Context, tx pgx.Tx, e ending, where string, args ...any) ([]string, error) {
 	from := `status = 'pending'`
 	if e.approved {
@@ -55,14 +55,20 @@ func endItems(ctx context.Context, tx pgx.Tx, e ending, where string, args ...an
 }
 
 // announceEnded writes the audit line and the notification of each ended
-// item: waiters wake, and inbox streams drop the card.
+// item: waiters wake, and inbox streams drop the card. However many items
+// ended, it reads them in one statement, writes their audit lines in one
+// insert and coalesces their notifications into a few.
 func announceEnded(ctx context.Context, tx pgx.Tx, e ending, ids []string) ([]Approval, error) {
-	out := make([]Approval, 0, len(ids))
-	for _, id := range ids {
-		a, err := getApproval(ctx, tx, id, false)
-		if err != nil {
-			return nil, err
-		}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := collectApprovals(tx.Query(ctx, approvalSelect+` WHERE a.id = ANY($1::uuid[]) ORDER BY a.id`, ids))
+	if err != nil {
+		return nil, err
+	}
+	events := make([]approval.AuditEvent, 0, len(out))
+	changes := make([]Change, 0, len(out))
+	for _, a := range out {
 		var detail map[string]any
 		if e.code != "" {
 			detail = map[string]any{"code": string(e.code)}
@@ -73,18 +79,16 @@ func announceEnded(ctx context.Context, tx pgx.Tx, e ending, ids []string) ([]Ap
 			}
 			detail["was"] = string(approval.StatusApproved)
 		}
-		if err := RecordAudit(ctx, tx, auditForApproval(a, e.actor, e.action, detail)); err != nil {
-			return nil, err
-		}
+		events = append(events, auditForApproval(a, e.actor, e.action, detail))
 		if err := outboxEnded(ctx, tx, a); err != nil {
 			return nil, err
 		}
-		if err := notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject}); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
+		changes = append(changes, Change{ApprovalID: a.ID, Owner: a.OwnerSubject})
 	}
-	return out, nil
+	if err := RecordAuditMany(ctx, tx, events); err != nil {
+		return nil, err
+	}
+	return out, notifyMany(ctx, tx, changes)
 }
 
 // expireLockID is the advisory lock of the expiry sweep, so that one
@@ -94,8 +98,10 @@ const expireLockID = 0x657870697265 // "expire"
 var expiry = ending{status: approval.StatusExpired, action: approval.ActionExpired, actor: approval.SystemActor}
 
 // ExpireDue expires pending items past their wait cap, at most limit at a
-// time; it returns how many it expired. Several instances may call it: the
-// advisory lock lets one sweep while the others skip.
+// time, in one short transaction of a few statements (see announceEnded);
+// it returns how many it expired. Several instances may call it: the
+// advisory lock, which only sweeps take, lets one sweep while the others
+// skip, and items a request holds are skipped, not waited for.
 func (d *DB) ExpireDue(ctx context.Context, limit int) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {

@@ -29,6 +29,7 @@ type Cluster struct {
 	Dir    string // the data folder
 	Port   int
 	binDir string
+	opts   string // the server's options, kept for Restart
 	runAs  *syscall.Credential
 }
 
@@ -95,6 +96,7 @@ func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
 		_ = c.pgctl(ctx, "stop", "-D", filepath.Join(abs, "data"), "-m", "fast", "-w")
 	}
 	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c max_connections=200", port, sockDir)
+	c.opts = opts
 	if err := c.pgctl(ctx, "start", "-D", filepath.Join(abs, "data"), "-w", "-t", "60",
 		"-l", filepath.Join(abs, "postgres.log"), "-o", opts); err != nil {
 		return nil, fmt.Errorf("dev: start PostgreSQL (see %s): %w", filepath.Join(abs, "postgres.log"), err)
@@ -112,6 +114,16 @@ func (c *Cluster) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	return c.pgctl(ctx, "stop", "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w")
+}
+
+// Restart stops the cluster with a fast shutdown (every connection is
+// terminated) and starts it again on the same port.
+func (c *Cluster) Restart(ctx context.Context) error {
+	data := filepath.Join(c.Dir, "data")
+	if err := c.pgctl(ctx, "stop", "-D", data, "-m", "fast", "-w"); err != nil {
+		return err
+	}
+	return c.pgctl(ctx, "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(c.Dir, "postgres.log"), "-o", c.opts)
 }
 
 func (c *Cluster) initIfNeeded(ctx context.Context) error {

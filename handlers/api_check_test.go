@@ -52,6 +52,12 @@ func TestCheck(t *testing.T) {
 		if l.pending(t, c) == id1 {
 			t.Fatal("different arguments shared an item")
 		}
+		// The same call id and arguments for another tool is another call.
+		c["arguments"] = `{"to":"a@b.c"}`
+		c["tool"] = "delete_message"
+		if id3 := l.pending(t, c); id3 == id1 {
+			t.Fatal("another tool's call got this tool's item")
+		}
 	})
 	t.Run("UnparseableArgumentsAsk", func(t *testing.T) {
 		id := l.pending(t, l.call("mail", "send_email", `{"to": [unclosed`))

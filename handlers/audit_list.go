@@ -75,7 +75,7 @@ func (h *Handler) AuditList(c echo.Context) error {
 	if enc := base.Encode(); enc != "" {
 		v.CSVURL += "?" + enc
 	}
-	if v.LatestSeq, v.LatestHash, err = h.DB.LatestAudit(ctx); err != nil {
+	if v.LatestSeq, v.LatestHash, v.Unsealed, err = h.DB.LatestAudit(ctx); err != nil {
 		return err
 	}
 	if len(v.LatestHash) > 16 {
@@ -131,7 +131,7 @@ func shortRun(id string) string {
 
 func auditLineView(l db.AuditLine) views.AuditLineView {
 	detail, _ := json.Marshal(l.Detail)
-	return views.AuditLineView{ID: l.ID, Seq: l.Seq, At: l.At, Sentence: auditSentence(l), Action: l.Action,
+	return views.AuditLineView{ID: l.ID, Seq: l.Seq, Sealed: l.Sealed(), At: l.At, Sentence: auditSentence(l), Action: l.Action,
 		Raw: [][2]string{{"id", fmt.Sprint(l.ID)}, {"seq", fmt.Sprint(l.Seq)}, {"at", l.At.UTC().Format(time.RFC3339Nano)},
 			{"actor", l.ActorKind + " " + l.ActorID + " (" + l.ActorName + ")"}, {"action", l.Action}, {"connector", l.Connector},
 			{"tool", l.Tool}, {"conversation", l.ConversationID}, {"turn", l.TurnID}, {"playbook", l.PlaybookID},

@@ -140,8 +140,11 @@ func TestAuditScenario(t *testing.T) {
 		AND actor_kind = 'api_key' AND connector = 'calendar' AND tool = 'create_event' AND conversation_id = 'c2' AND turn_id = 'turn-1'`) != 1 {
 		t.Fatal("auto-approval line lacks its fields")
 	}
+	if err := l.DB.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	r, err := l.DB.VerifyAudit(ctx)
-	if err != nil || !r.Intact {
+	if err != nil || !r.Intact || r.Events == 0 {
 		t.Fatal(r, err)
 	}
 }
@@ -212,7 +215,10 @@ func TestAuditScreen(t *testing.T) {
 			t.Fatalf("csv row %d = %v, screen id %s", i, records[i+1][:7], m[1])
 		}
 	}
-	if _, body := admin.Get("/admin/audit/verify"); !strings.Contains(body, "chain intact") {
+	if err := l.DB.SealAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := admin.Get("/admin/audit/verify"); !strings.Contains(body, "chain intact") || !strings.Contains(body, "no unsealed events") {
 		t.Fatal("verify page")
 	}
 	// 60 of 60 approved → candidate to loosen; 5 of 5 expired → reroute.

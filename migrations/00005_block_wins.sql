@@ -5,11 +5,12 @@
 ALTER TABLE approvals ADD COLUMN end_code TEXT
     CHECK (end_code IS NULL OR end_code IN ('approval_cancelled', 'blocked_by_policy'));
 
--- Pending calls are matched within the API key that sent them: another key
--- sending the same identifiers gets its own item, never this one.
+-- Pending calls are matched within the API key that sent them and the tool
+-- they call: another key, or the same call id and arguments for another
+-- tool, gets its own item, never this one.
 DROP INDEX approvals_pending_call_idx;
 CREATE UNIQUE INDEX approvals_pending_call_idx
-    ON approvals (api_key_id, owner_subject, conversation_id, turn_id, call_id, arguments_digest)
+    ON approvals (api_key_id, owner_subject, conversation_id, turn_id, call_id, tool_id, arguments_digest)
     WHERE status = 'pending';
 
 -- What a block or a stopped turn ends: a tool's items in flight.

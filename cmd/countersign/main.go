@@ -4,7 +4,8 @@
 //	countersign dev                        the whole product on one machine
 //	countersign migrate                    apply database migrations
 //	countersign apikey create --name NAME  print a new runtime API key once
-//	countersign audit verify               check the audit log's hash chain
+//	countersign audit verify [--public-key FILE]   check the audit log's hash chain (and signed checkpoints)
+//	countersign audit keygen --out FILE    make the checkpoints' Ed25519 signing key
 //	countersign demo-agent                 a scripted runtime against any server
 //	countersign bench                      measure decision latency and waiter cost
 //	countersign hook                       Claude Code's or Codex's pre-tool-use hook
@@ -39,7 +40,7 @@ func commands() []command {
 		{"dev", "countersign dev [--data DIR] [--no-agent]", "run everything locally: private Postgres, development sign-in, demo agent", runDev},
 		{"migrate", "countersign migrate", "apply database migrations (serve also does this at start)", runMigrate},
 		{"apikey", "countersign apikey create --name NAME", "create a runtime API key and print it once", runAPIKey},
-		{"audit", "countersign audit verify", "walk the audit log's hash chain and report the first broken link", runAudit},
+		{"audit", "countersign audit verify [--public-key FILE] | keygen --out FILE", "walk the audit log's hash chain and report the first broken link; make a checkpoint signing key", runAudit},
 		{"demo-agent", "countersign demo-agent --url URL --api-key KEY --user SUBJECT [--interval 8s]", "a scripted agent runtime that keeps asking for approvals", runDemoAgent},
 		{"bench", "countersign bench [--waiters 10000]", "measure decision-to-runtime latency and the cost of waiting runtimes", runBench},
 		{"hook", hookUsage, "a coding agent's pre-tool-use hook: asks Countersign, answers in the agent's format", func(ctx context.Context, args []string, out, errw io.Writer) error {

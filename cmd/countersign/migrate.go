@@ -70,44 +70,6 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	usageLine := "countersign audit verify   (reads COUNTERSIGN_DATABASE_URL)"
-	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(stderr, "Usage: "+usageLine)
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return nil
-		}
-		return errUsage
-	}
-	fs := newFlags("audit verify", usageLine, stderr, false)
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
-	}
-	cfg, err := web.LoadConfig(os.Getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.DatabaseURL == "" {
-		return errors.New("COUNTERSIGN_DATABASE_URL is required for audit verify")
-	}
-	store, err := openMigrated(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	r, err := store.VerifyAudit(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, r.String())
-	if !r.Intact {
-		return errChainBroken
-	}
-	return nil
-}
-
-var errChainBroken = errors.New("the audit chain is broken")
-
 // openMigrated opens a database that already holds Countersign's schema.
 // Only migrate, serve and dev migrate: any other command pointed at a
 // database without the schema (a guessed URL) is refused, and the database

@@ -71,6 +71,16 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
 	go func() { _ = srv.OIDC.Discover(runCtx) }()
 	go sweep(runCtx, store, log, cfg.PreviewRetention)
+	sealer := &db.Sealer{DB: store, Log: log}
+	if path := os.Getenv("COUNTERSIGN_AUDIT_SIGNING_KEY"); path != "" {
+		if sealer.Signer, err = db.LoadSigner(path); err != nil {
+			return err
+		}
+		log.Info("audit checkpoints signed", "key_id", sealer.Signer.KeyID)
+	}
+	// sealer.OnCheckpoint is where each checkpoint is sent elsewhere (an
+	// audit.checkpoint webhook), so that a copy outlives the database.
+	go sealer.Run(runCtx, sealEvery)
 	if ready != nil {
 		ready(&app{db: store, hub: hub, server: srv})
 	}
@@ -78,6 +88,10 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	log.Info("stopped")
 	return err
 }
+
+// sealEvery is how often each instance tries to seal the audit log; the
+// unsealed window is this plus the longest open transaction.
+const sealEvery = 100 * time.Millisecond
 
 // sweep expires pending items past their wait cap every second, and every
 // ten minutes removes expired sessions, unfinished sign-ins past their

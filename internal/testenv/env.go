@@ -102,6 +102,7 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e.Hub = db.NewHub(dbURL, log)
 	go e.Hub.Run(ctx)
+	go e.DB.RunSealer(ctx, log, 50*time.Millisecond)
 	select {
 	case <-e.Hub.Ready():
 	case <-time.After(10 * time.Second):

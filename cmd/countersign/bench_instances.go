@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/web"
+)
+
+// extraInstance starts one more instance in this process on the bench's
+// database — its own pool, listener, sealer and HTTP server, as another
+// process would have — and returns its base URL and a stop function.
+func (b *benchServer) extraInstance(ctx context.Context) (string, func(), error) {
+	store, err := db.Open(ctx, b.url)
+	if err != nil {
+		return "", nil, err
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg, _ := web.LoadConfig(func(string) string { return "" })
+	cfg.DatabaseURL = b.url
+	runCtx, cancel := context.WithCancel(context.Background())
+	hub := db.NewHub(b.url, log)
+	go hub.Run(runCtx)
+	go store.RunSealer(runCtx, log, sealEvery)
+	<-hub.Ready()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		store.Close()
+		return "", nil, err
+	}
+	base := "http://" + ln.Addr().String()
+	cfg.BaseURL, _ = cfg.BaseURL.Parse(base)
+	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(runCtx, ln) }()
+	return base, func() { cancel(); <-done; store.Close() }, nil
+}
+
+// threeInstances runs the audited path with the runtimes spread over this
+// instance and two more on the same database, and compares the rate with
+// one instance's (single) from the same run.
+func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Duration, hc *http.Client, p checkPath,
+	single rateResult, stdout io.Writer) error {
+	bases := []string{b.base}
+	for i := 0; i < 2; i++ {
+		base, stop, err := b.extraInstance(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		bases = append(bases, base)
+	}
+	stopSampling := b.sampleWaits(ctx)
+	three, err := measureRate(ctx, workers, d, func(ctx context.Context, w, i int) error {
+		return b.checkOnceAt(ctx, hc, bases[w%len(bases)], p, i)
+	})
+	samples, waits := stopSampling()
+	if err != nil {
+		return fmt.Errorf("three instances: %w", err)
+	}
+	r := three.perSec() / single.perSec()
+	verdict := "FAIL"
+	if r >= 0.9 && waits["Lock:advisory"] == 0 {
+		verdict = "PASS"
+	}
+	fmt.Fprintf(stdout, "  %-44s %8.0f/s  p50 %8s  p99 %8s  %.2f× one instance  %s (≥0.9×, no advisory waits)\n",
+		"audited check, 3 instances on one Postgres", three.perSec(), pct(three.lat, 50), pct(three.lat, 99), r, verdict)
+	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock, 3 instances: %d in %d samples\n", waits["Lock:advisory"], samples)
+	return nil
+}

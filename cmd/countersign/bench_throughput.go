@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// runOnce is one operation of a throughput measurement, by worker w.
+type runOnce func(ctx context.Context, w, i int) error
+
+// rateResult is what a throughput measurement saw.
+type rateResult struct {
+	n   int
+	el  time.Duration
+	lat []time.Duration
+}
+
+func (r rateResult) perSec() float64 { return float64(r.n) / r.el.Seconds() }
+
+// measureRate runs op from workers goroutines for d (after a short warm-up
+// that is not counted) and returns the completed operations and their
+// latencies. The first error stops the measurement.
+func measureRate(ctx context.Context, workers int, d time.Duration, op runOnce) (rateResult, error) {
+	var seq atomic.Int64
+	run := func(d time.Duration, keep bool) (rateResult, error) {
+		var mu sync.Mutex
+		var res rateResult
+		var firstErr error
+		deadline := time.Now().Add(d)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				var lat []time.Duration
+				var err error
+				for time.Now().Before(deadline) && ctx.Err() == nil {
+					t0 := time.Now()
+					if err = op(ctx, w, int(seq.Add(1))); err != nil {
+						break
+					}
+					lat = append(lat, time.Since(t0))
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				res.n += len(lat)
+				if keep {
+					res.lat = append(res.lat, lat...)
+				}
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+			}(w)
+		}
+		wg.Wait()
+		res.el = time.Since(start)
+		return res, firstErr
+	}
+	if _, err := run(d/8, false); err != nil {
+		return rateResult{}, err
+	}
+	return run(d, true)
+}
+
+// throughput measures, in one run, the floors (the HTTP stack alone,
+// Postgres commits alone, commits with NOTIFY) and the check's three paths
+// against them, each with concurrent runtimes.
+func (b *benchServer) throughput(ctx context.Context, workers int, d time.Duration, stdout io.Writer) error {
+	floors, err := newFloorPool(ctx, b.url, workers)
+	if err != nil {
+		return err
+	}
+	defer floors.Close()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers * 2, MaxConnsPerHost: workers * 2}}
+	paths, err := b.prepareCheckPaths(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Throughput, %d concurrent runtimes, %s per measurement\n", workers, d)
+	row := func(name string, r rateResult, extra string) {
+		fmt.Fprintf(stdout, "  %-44s %8.0f/s  p50 %8s  p99 %8s  %s\n", name, r.perSec(), pct(r.lat, 50), pct(r.lat, 99), extra)
+	}
+	health, err := measureRate(ctx, workers, d, func(ctx context.Context, _, _ int) error { return getOK(ctx, hc, b.base+"/healthz") })
+	if err != nil {
+		return fmt.Errorf("healthz: %w", err)
+	}
+	row("GET /healthz (HTTP stack alone)", health, "floor")
+	commits, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+		_, err := floors.Exec(ctx, `INSERT INTO bench_commits (v) VALUES ($1)`, strconv.Itoa(i))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("commits: %w", err)
+	}
+	row("single-row INSERT commits (Postgres alone)", commits, "floor")
+	notifies, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+		_, err := floors.Exec(ctx, `WITH i AS (INSERT INTO bench_commits (v) VALUES ($1) RETURNING id)
+			SELECT pg_notify('countersign_bench', id::text) FROM i`, strconv.Itoa(i))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("commits with notify: %w", err)
+	}
+	row("single-row INSERT + pg_notify commits", notifies, "floor")
+
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	}
+	check := func(p checkPath) (rateResult, error) {
+		return measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+			return b.checkOnce(ctx, hc, p, i)
+		})
+	}
+	policy, err := check(paths[0])
+	if err != nil {
+		return fmt.Errorf("allowed by policy: %w", err)
+	}
+	pr := policy.perSec() / health.perSec()
+	row("check allowed by policy", policy, fmt.Sprintf("%.2f× healthz  %s (≥5000/s, ≥0.30×, p99 ≤10ms)",
+		pr, verdict(policy.perSec() >= 5000 && pr >= 0.30 && pctD(policy.lat, 99) <= 10*time.Millisecond)))
+	stopUnsealed := b.sampleUnsealed(ctx)
+	stopSampling := b.sampleWaits(ctx)
+	grant, err := check(paths[1])
+	samples, waits := stopSampling()
+	if err != nil {
+		return fmt.Errorf("allowed by a grant: %w", err)
+	}
+	gr := grant.perSec() / commits.perSec()
+	row("check allowed by \"Always allow\" (audited)", grant, fmt.Sprintf("%.2f× commits  %s (≥0.20×)", gr, verdict(gr >= 0.20)))
+	stopSampling = b.sampleWaits(ctx)
+	pending, err := check(paths[2])
+	pSamples, pWaits := stopSampling()
+	window := stopUnsealed()
+	if err != nil {
+		return fmt.Errorf("creating a pending item: %w", err)
+	}
+	nr := pending.perSec() / notifies.perSec()
+	row("check creating a pending item", pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.50×)", nr, verdict(nr >= 0.50)))
+	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
+	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
+	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n", pSamples, topWaits(pWaits, 6))
+	fmt.Fprintf(stdout, "  unsealed audit window during the audited and pending runs: at most %s  %s (<1s)\n",
+		window.Round(time.Millisecond), verdict(window < time.Second))
+	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+func newFloorPool(ctx context.Context, url string, workers int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(workers)
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Exec(ctx, `CREATE UNLOGGED TABLE IF NOT EXISTS bench_commits (id bigserial PRIMARY KEY, v text NOT NULL)`); err != nil {
+		p.Close()
+		return nil, err
+	}
+	// A logged table, as the product's tables are: the floor includes WAL flushes.
+	if _, err := p.Exec(ctx, `ALTER TABLE bench_commits SET LOGGED`); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkPath is one of the check's paths: the tool called, by whom, and the
+// answer expected.
+type checkPath struct {
+	tool, user, want string
+}
+
+// prepareCheckPaths sets the policies and the grant the three check paths
+// need: search_messages allowed by policy; send_email allowed for one user
+// by an "Always allow" grant; delete_message asking a person.
+func (b *benchServer) prepareCheckPaths(ctx context.Context) ([]checkPath, error) {
+	if _, err := b.db.SetToolPolicy(ctx, approval.SystemActor, "mail", "search_messages", approval.Policy{Mode: approval.ModeAllow}); err != nil {
+		return nil, err
+	}
+	for _, t := range []string{"send_email", "delete_message"} {
+		if _, err := b.db.SetToolPolicy(ctx, approval.SystemActor, "mail", t, approval.Policy{Mode: approval.ModeRequireApproval, StandingApproval: true}); err != nil {
+			return nil, err
+		}
+	}
+	call := b.nextCall()
+	var res struct {
+		Approval struct {
+			ID string `json:"id"`
+		} `json:"approval"`
+	}
+	if err := doJSON(ctx, b.base, b.key, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
+		return nil, err
+	}
+	if _, err := b.db.Decide(ctx, res.Approval.ID, b.reviewer, approval.AlwaysAllow, ""); err != nil {
+		return nil, err
+	}
+	return []checkPath{
+		{tool: "search_messages", user: dev.DemoMember.Subject, want: "allow"},
+		{tool: "send_email", user: dev.DemoMember.Subject, want: "allow"},
+		{tool: "delete_message", user: dev.DemoMember.Subject, want: "pending"},
+	}, nil
+}
+
+// checkOnce sends one check of path p (call i) and fails unless the answer
+// is the one expected.
+func (b *benchServer) checkOnce(ctx context.Context, hc *http.Client, p checkPath, i int) error {
+	return b.checkOnceAt(ctx, hc, b.base, p, i)
+}
+
+var callSeq atomic.Int64
+
+// checkOnceAt is checkOnce against the instance at base.
+func (b *benchServer) checkOnceAt(ctx context.Context, hc *http.Client, base string, p checkPath, _ int) error {
+	// Numbered across measurements: a call id sent again while its item is
+	// pending would get that item back.
+	n := strconv.FormatInt(callSeq.Add(1), 10)
+	body, _ := json.Marshal(client.Call{CallID: "tp-" + n, User: p.user, ConversationID: "tp", TurnID: "tp-" + n,
+		Connector: "mail", Tool: p.tool, Arguments: `{"n":` + n + `}`})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/tool-calls", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Decision string `json:"decision"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("status %d: %w", resp.StatusCode, err)
+	}
+	if out.Decision != p.want {
+		return fmt.Errorf("%s: answered %q (status %d), want %q", p.tool, out.Decision, resp.StatusCode, p.want)
+	}
+	return nil
+}
+
+func getOK(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
+)
+
+// rewriteHistory edits event seq and recomputes every hash from there on,
+// as someone able to disable the append-only trigger could: the hash chain
+// alone stays consistent.
+func rewriteHistory(t *testing.T, store *db.DB, seq int64) {
+	t.Helper()
+	for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
+		fmt.Sprintf(`UPDATE audit_events SET action = 'rejected' WHERE seq = %d`, seq),
+		fmt.Sprintf(`DO $$ DECLARE r audit_events; prev TEXT; BEGIN
+			SELECT hash INTO prev FROM audit_events WHERE seq = %d - 1;
+			FOR r IN SELECT * FROM audit_events WHERE seq >= %d ORDER BY seq LOOP
+				r.prev_hash := prev; r.hash := audit_event_hash(prev, r);
+				UPDATE audit_events SET prev_hash = r.prev_hash, hash = r.hash WHERE id = r.id;
+				prev := r.hash;
+			END LOOP; END $$`, seq, seq),
+		`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
+		if _, err := store.Pool.Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A rewrite of history with recomputed hashes passes the hash chain but not
+// the signed checkpoints, which name where it contradicts them.
+func TestAuditCheckpointsCatchRewrite(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "audit.key")
+	pub, err := db.GenerateSigningKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := db.LoadSigner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []db.Checkpoint
+	sealer := &db.Sealer{DB: store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnCheckpoint: func(c db.Checkpoint) { sent = append(sent, c) }}
+	for round := 0; round < 2; round++ {
+		record(t, store, 10, func(i int) approval.AuditEvent {
+			return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved", Tool: fmt.Sprint("t", i)}
+		})
+		if err := store.SealAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := sealer.SealOnce(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sent) != 2 || sent[0].Seq != 10 || sent[1].Seq != 20 || !sent[1].Verify(pub) {
+		t.Fatalf("checkpoints sent: %+v", sent)
+	}
+	if r, err := store.VerifyAuditSigned(ctx, pub); err != nil || !r.Intact || r.Checkpoints != 2 || r.Events != 20 {
+		t.Fatalf("before the rewrite: %+v %v", r, err)
+	}
+
+	rewriteHistory(t, store, 15)
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact {
+		t.Fatalf("the rewrite should pass the hash chain alone (that is the weakness): %+v %v", r, err)
+	}
+	r, err := store.VerifyAuditSigned(ctx, pub)
+	if err != nil || r.Intact || r.BrokenAt != 20 || !strings.Contains(r.Problem, "events 11–20") {
+		t.Fatalf("rewrite not caught by the checkpoints: %+v %v", r, err)
+	}
+
+	// A checkpoint that was not signed with the key is refused too.
+	other := filepath.Join(t.TempDir(), "other.key")
+	if _, err := db.GenerateSigningKey(other); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := store.VerifyAuditSigned(ctx, mustPub(t, other+".pub")); err != nil || r.Intact || !strings.Contains(r.Problem, "does not verify") {
+		t.Fatalf("checkpoints checked with another key: %+v %v", r, err)
+	}
+	if _, err := store.Pool.Exec(ctx, `UPDATE audit_checkpoints SET hash = 'x'`); err == nil {
+		t.Fatal("a checkpoint was edited")
+	}
+}
+
+func mustPub(t *testing.T, path string) []byte {
+	t.Helper()
+	pub, err := db.LoadPublicKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}

@@ -1,0 +1,94 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
+	"github.com/jackc/pgx/v5"
+)
+
+// A transaction that writes an audit line does not wait for another one
+// still open, and the sealer chains both in transaction-id order, not
+// commit order, only once neither can change any more.
+func TestAuditSealNoWaitAndOrder(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	first, err := store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	if err := db.RecordAudit(ctx, first, approval.AuditEvent{Actor: approval.SystemActor, Action: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	// The second transaction starts later, so its id is higher, and
+	// commits first. Before the sealer it waited for the first's commit;
+	// a lock timeout turns that wait into a failure.
+	err = store.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			return err
+		}
+		return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: "second"})
+	})
+	if err != nil {
+		t.Fatalf("an audited transaction waited for another one: %v", err)
+	}
+	if n, err := store.SealAudit(ctx, 100); err != nil || n != 0 {
+		t.Fatalf("sealed %d events (%v) while an older transaction was open; want 0", n, err)
+	}
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 0 || r.Unsealed != 1 {
+		t.Fatalf("report before the seal: %+v %v", r, err)
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	page, err := store.ListAudit(ctx, db.AuditFilter{})
+	if err != nil || len(page.Lines) != 2 {
+		t.Fatalf("%+v %v", page, err)
+	}
+	seq := map[string]int64{}
+	for _, l := range page.Lines {
+		if !l.Sealed() || l.Hash == "" {
+			t.Fatalf("not sealed: %+v", l)
+		}
+		seq[l.Action] = l.Seq
+	}
+	if seq["first"] != 1 || seq["second"] != 2 {
+		t.Fatalf("sealed order %v, want first=1 second=2 (transaction order)", seq)
+	}
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 2 || r.Unsealed != 0 {
+		t.Fatalf("report after the seal: %+v %v", r, err)
+	}
+}
+
+// Sealing is the only change an event accepts: its content cannot change
+// before the seal, and a sealed event cannot be sealed again.
+func TestAuditSealOnlyChange(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	record(t, store, 2, func(int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved"}
+	})
+	if _, err := store.Pool.Exec(ctx, `UPDATE audit_events SET action = 'rejected' WHERE seq IS NULL`); err == nil {
+		t.Fatal("an unsealed event was edited")
+	}
+	if _, err := store.Pool.Exec(ctx, `UPDATE audit_events SET seq = 1, prev_hash = 'x', hash = 'y', action = 'rejected'
+		WHERE id = (SELECT min(id) FROM audit_events)`); err == nil {
+		t.Fatal("an event was edited while being sealed")
+	}
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Pool.Exec(ctx, `UPDATE audit_events SET seq = 99, prev_hash = 'x', hash = 'y' WHERE seq = 2`); err == nil {
+		t.Fatal("a sealed event was sealed again")
+	}
+	if _, err := store.Pool.Exec(ctx, `DELETE FROM audit_events WHERE seq = 2`); err == nil {
+		t.Fatal("a sealed event was deleted")
+	}
+}

@@ -1,0 +1,96 @@
+package db_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+)
+
+// An allowed-by-policy check writes nothing: it takes no lock on the tool's
+// row (no transaction id lands in the row's xmax) and audits nothing.
+func TestAllowedByPolicyTakesNoLock(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	f.setMode(t, approval.ModeAllow)
+	state := func() (xmax string, events int64) {
+		t.Helper()
+		if err := f.store.Pool.QueryRow(ctx, `SELECT xmax::text, (SELECT count(*) FROM audit_events) FROM tools WHERE id = $1`,
+			f.tool.ID).Scan(&xmax, &events); err != nil {
+			t.Fatal(err)
+		}
+		return xmax, events
+	}
+	x0, e0 := state()
+	for i := 0; i < 3; i++ {
+		res, err := f.store.Check(ctx, f.key, db.CheckRequest{CallID: "c", User: f.user.Subject, ConversationID: "conv",
+			TurnID: "t", Connector: "mail", Tool: "send_email", Arguments: `{}`}, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+		if err != nil || res.Outcome != (approval.Outcome{Verdict: approval.Allow, Via: approval.ViaPolicy}) || res.Tool.ID != f.tool.ID {
+			t.Fatalf("check: %+v %v", res.Outcome, err)
+		}
+	}
+	if x1, e1 := state(); x1 != x0 || e1 != e0 {
+		t.Fatalf("the tool's row was locked or something was audited: xmax %s → %s, events %d → %d", x0, x1, e0, e1)
+	}
+}
+
+// A call sent again while its item is pending gets the item, even after the
+// policy changed to allow: the policy-only answer does not skip that rule.
+func TestAllowedByPolicyKeepsPendingItem(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	a, req := f.pending(t, "turn")
+	f.setMode(t, approval.ModeAllow)
+	res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+	if err != nil || res.Outcome.Verdict != approval.Pending || res.Approval == nil || res.Approval.ID != a.ID {
+		t.Fatalf("resent call: %+v %v", res.Outcome, err)
+	}
+	req.CallID = "another"
+	if res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}); err != nil ||
+		res.Outcome.Verdict != approval.Allow {
+		t.Fatalf("new call: %+v %v", res.Outcome, err)
+	}
+}
+
+// Calls allowed by one "Always allow" grant do not queue on shared rows:
+// the tool's row is not locked, and the grant's last use is written at
+// most once a minute, so a second use within the minute leaves its row as
+// it was. Each use is still audited.
+func TestGrantUseLocksNoSharedRow(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	a, _ := f.pending(t, "turn-0")
+	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.AlwaysAllow, ""); err != nil {
+		t.Fatal(err)
+	}
+	use := func(n string) {
+		t.Helper()
+		res, err := f.store.Check(ctx, f.key, db.CheckRequest{CallID: n, User: f.user.Subject, ConversationID: "conv",
+			TurnID: n, Connector: "mail", Tool: "send_email", Arguments: `{}`}, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+		if err != nil || res.Outcome != (approval.Outcome{Verdict: approval.Allow, Via: approval.ViaAlwaysAllow}) {
+			t.Fatalf("check: %+v %v", res.Outcome, err)
+		}
+	}
+	state := func() (s string) {
+		t.Helper()
+		if err := f.store.Pool.QueryRow(ctx, `SELECT (SELECT xmax::text FROM tools WHERE id = $1) || '/' ||
+			(SELECT xmin::text FROM standing_grants WHERE tool_id = $1) || '/' ||
+			(SELECT count(*) FROM audit_events WHERE action = $2)`, f.tool.ID, approval.ActionAutoApprovedAlways).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	use("first")
+	s1 := state()
+	use("second")
+	s2 := state()
+	if s1[:strings.LastIndex(s1, "/")] != s2[:strings.LastIndex(s2, "/")] {
+		t.Fatalf("the second use wrote to the tool's or the grant's row (tool xmax/grant xmin/audited): %s → %s", s1, s2)
+	}
+	if !strings.HasSuffix(s1, "/1") || !strings.HasSuffix(s2, "/2") {
+		t.Fatalf("each use is audited: %s → %s", s1, s2)
+	}
+}

@@ -40,6 +40,7 @@ func commands() []command {
 		{"apikey", "countersign apikey create --name NAME", "create a runtime API key and print it once", runAPIKey},
 		{"audit", "countersign audit verify", "walk the audit log's hash chain and report the first broken link", runAudit},
 		{"demo-agent", "countersign demo-agent --url URL --api-key KEY --user SUBJECT [--interval 8s]", "a scripted agent runtime that keeps asking for approvals", runDemoAgent},
+		{"mcp", mcpUsage, "an MCP server that checks every tool call of the server it wraps", runMCP},
 		{"bench", "countersign bench [--waiters 10000]", "measure decision-to-runtime latency and the cost of waiting runtimes", runBench},
 		{"version", "countersign version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "countersign", version)

@@ -1,0 +1,323 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/gateway"
+	"github.com/countersign/countersign/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(upstreamEnv) == "1" {
+		runUpstream()
+		return
+	}
+	testenv.Main(m)
+}
+
+// harness is Countersign, the gateway in front of an upstream, and an MCP
+// client connected to the gateway.
+type harness struct {
+	e        *testenv.Env
+	member   *testenv.Browser
+	cs       *mcp.ClientSession
+	progress chan *mcp.ProgressNotificationParams
+}
+
+func start(t *testing.T, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
+	t.Helper()
+	e := testenv.NewEnv(t)
+	h := &harness{e: e, member: e.NewBrowser(), progress: make(chan *mcp.ProgressNotificationParams, 100)}
+	h.member.SignIn("member")
+	opt := gateway.Options{Connector: "notes", Client: client.New(e.BaseURL, e.APIKey()), User: dev.DemoMember.Subject,
+		Upstream: upstream, ProgressEvery: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(&opt)
+	}
+	g, err := gateway.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(context.Background(), st) }()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			select {
+			case h.progress <- r.Params:
+			default:
+			}
+		}})
+	if h.cs, err = c.Connect(context.Background(), ct, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = h.cs.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return h
+}
+
+func (h *harness) call(t *testing.T, tool, args string, progressToken any) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}
+	if progressToken != nil {
+		p.SetProgressToken(progressToken)
+	}
+	res, err := h.cs.CallTool(context.Background(), p)
+	if err != nil {
+		t.Fatalf("call %s: %v", tool, err)
+	}
+	return res
+}
+
+func (h *harness) callAsync(tool, args string, progressToken any) chan *mcp.CallToolResult {
+	ch := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}
+		if progressToken != nil {
+			p.SetProgressToken(progressToken)
+		}
+		res, err := h.cs.CallTool(context.Background(), p)
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "transport: " + err.Error()}}}
+		}
+		ch <- res
+	}()
+	return ch
+}
+
+// pending waits until the tool has a pending item and returns its id.
+func (h *harness) pending(t *testing.T, tool string) string {
+	t.Helper()
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		err := h.e.DB.Pool.QueryRow(context.Background(),
+			`SELECT id::text FROM approvals WHERE tool = $1 AND status = 'pending'`, tool).Scan(&id)
+		if err == nil {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never became pending: %v", tool, err)
+		}
+	}
+}
+
+func (h *harness) decide(t *testing.T, id string, form url.Values) {
+	t.Helper()
+	if resp, body := h.member.PostForm("/approvals/"+id+"/decision", form); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("decision: %d %s", resp.StatusCode, body)
+	}
+}
+
+func (h *harness) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := h.e.DB.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// wantRefused checks an isError result of the gateway's own with code.
+func wantRefused(t *testing.T, r *mcp.CallToolResult, code string) {
+	t.Helper()
+	if !r.IsError || r.Meta[gateway.MetaCode] != code {
+		t.Fatalf("want isError %s, got isError=%v meta=%v text=%q", code, r.IsError, r.Meta, text(r))
+	}
+}
+
+// The client sees the upstream's tools unchanged, and they are registered
+// with their annotations: the read-only one is allowed, the destructive
+// one needs a person.
+func TestCatalog(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	got, err := h.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := directTools(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(got.Tools)
+	b, _ := json.Marshal(direct)
+	if string(a) != string(b) {
+		t.Fatalf("tools through the gateway differ from the upstream's:\n%s\n%s", a, b)
+	}
+	rows, err := h.e.DB.Pool.Query(context.Background(), `SELECT name, mode, read_only_hint IS TRUE, destructive_hint IS TRUE FROM tools WHERE connector = 'notes' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for rows.Next() {
+		var name, mode string
+		var ro, de bool
+		if err := rows.Scan(&name, &mode, &ro, &de); err != nil {
+			t.Fatal(err)
+		}
+		modes = append(modes, name+":"+mode+":"+map[bool]string{true: "ro", false: "-"}[ro]+":"+map[bool]string{true: "de", false: "-"}[de])
+	}
+	want := "crash:allow:ro:-,pid:allow:ro:-,read_note:allow:ro:-,write_note:require_approval:-:de"
+	if strings.Join(modes, ",") != want {
+		t.Fatalf("catalog: %v, want %s", modes, want)
+	}
+}
+
+func directTools(n *notes) ([]*mcp.Tool, error) {
+	t, err := n.inMemory()()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(context.Background(), t, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return res.Tools, nil
+}
+
+func TestAllowedReadOnlyCall(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	r := h.call(t, "read_note", `{"name":"todo"}`, nil)
+	if r.IsError || text(r) != "the note" || r.Meta["notes/served"] != "read_note" {
+		t.Fatalf("%+v %q", r, text(r))
+	}
+	if got := n.got("read_note"); len(got) != 1 || got[0] != `{"name":"todo"}` {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+// A destructive call waits for the person, with progress notifications,
+// and runs once after approval with exactly the arguments the client sent
+// and Countersign digested.
+func TestApprovedCallRunsOnceWithExactArguments(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	// Not in canonical order, with characters an encoder might escape.
+	args := `{"title":"<b>Q3</b> & more","body":"caf\u00e9 \"x\"","a":[1,2.50,{"z":null,"y":true}]}`
+	res := h.callAsync("write_note", args, "tok-1")
+	p := <-h.progress
+	id := h.pending(t, "write_note")
+	if p.ProgressToken != "tok-1" || !strings.Contains(p.Message, h.e.BaseURL+"/approvals/"+id) {
+		t.Fatalf("progress %+v", p)
+	}
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("reached the upstream before approval: %q", got)
+	}
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	r := <-res
+	if r.IsError || text(r) != "written" {
+		t.Fatalf("%+v %q", r, text(r))
+	}
+	got := n.got("write_note")
+	if len(got) != 1 || got[0] != args {
+		t.Fatalf("upstream got %q, want once %q", got, args)
+	}
+	if n := h.count(t, `SELECT count(*) FROM approvals WHERE id = $1 AND status = 'consumed' AND arguments_digest = $2`, id, approval.Digest(got[0])); n != 1 {
+		t.Fatal("the forwarded bytes are not the digested ones")
+	}
+}
+
+func TestRejectedCall(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	res := h.callAsync("write_note", `{"title":"x"}`, nil)
+	id := h.pending(t, "write_note")
+	h.decide(t, id, url.Values{"decision": {"reject"}, "reason": {"Not on Fridays"}})
+	r := <-res
+	wantRefused(t, r, "approval_denied")
+	if !strings.Contains(text(r), "Not on Fridays") {
+		t.Fatalf("text %q", text(r))
+	}
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+// The hold runs out: the model gets the link; the same call made again
+// after approval joins the same item and runs once (one claim).
+func TestHoldExpiresThenRetryRunsOnce(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory(), func(o *gateway.Options) { o.Hold = 300 * time.Millisecond })
+	args := `{"title":"later"}`
+	r := h.call(t, "write_note", args, nil)
+	wantRefused(t, r, client.CodeApprovalPending)
+	id, _ := r.Meta[gateway.MetaApprovalID].(string)
+	link := h.e.BaseURL + "/approvals/" + id
+	if id == "" || r.Meta[gateway.MetaURL] != link || !strings.Contains(text(r), link) || !strings.Contains(text(r), "same call again") {
+		t.Fatalf("%v %q", r.Meta, text(r))
+	}
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("upstream got %q while pending", got)
+	}
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	r = h.call(t, "write_note", args, nil)
+	if r.IsError || text(r) != "written" {
+		t.Fatalf("retry: %v %q", r.Meta, text(r))
+	}
+	if got := n.got("write_note"); len(got) != 1 || got[0] != args {
+		t.Fatalf("upstream got %q", got)
+	}
+	if c := h.count(t, `SELECT count(*) FROM audit_events WHERE approval_id = $1 AND action = 'claimed'`, id); c != 1 {
+		t.Fatalf("%d claims", c)
+	}
+	if c := h.count(t, `SELECT count(*) FROM approvals WHERE tool = 'write_note'`); c != 1 {
+		t.Fatalf("%d items for one call made twice", c)
+	}
+}
+
+func TestBlockedToolNeverReachesUpstream(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	if _, err := h.e.DB.Pool.Exec(context.Background(), `UPDATE tools SET mode = 'block' WHERE connector = 'notes' AND name = 'read_note'`); err != nil {
+		t.Fatal(err)
+	}
+	r := h.call(t, "read_note", `{"name":"todo"}`, nil)
+	wantRefused(t, r, "blocked_by_policy")
+	if got := n.got("read_note"); len(got) != 0 {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+func TestCountersignDownNothingReachesUpstream(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	h.e.Stop()
+	for _, tool := range []string{"read_note", "write_note"} {
+		r := h.call(t, tool, `{"name":"todo"}`, nil)
+		wantRefused(t, r, client.CodePolicyUnavailable)
+		if got := n.got(tool); len(got) != 0 {
+			t.Fatalf("%s: upstream got %q", tool, got)
+		}
+	}
+}

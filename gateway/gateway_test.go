@@ -19,7 +19,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(upstreamEnv) == "1" {
+	switch {
+	case os.Getenv(gatewayEnv) == "1":
+		runGateway()
+		return
+	case os.Getenv(upstreamEnv) == "1":
 		runUpstream()
 		return
 	}
@@ -30,6 +34,7 @@ func TestMain(m *testing.M) {
 // client connected to the gateway.
 type harness struct {
 	e        *testenv.Env
+	done     chan error // Serve's answer
 	member   *testenv.Browser
 	cs       *mcp.ClientSession
 	progress chan *mcp.ProgressNotificationParams
@@ -50,8 +55,8 @@ func start(t *testing.T, upstream func() (mcp.Transport, error), opts ...func(*g
 		t.Fatal(err)
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(context.Background(), st) }()
+	h.done = make(chan error, 1)
+	go func() { h.done <- g.Serve(context.Background(), st) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			select {
@@ -64,11 +69,21 @@ func start(t *testing.T, upstream func() (mcp.Transport, error), opts ...func(*g
 	}
 	t.Cleanup(func() {
 		_ = h.cs.Close()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+		h.waitServe(t)
 	})
 	return h
+}
+
+// waitServe waits for Serve to return (once).
+func (h *harness) waitServe(t *testing.T) {
+	t.Helper()
+	if h.done == nil {
+		return
+	}
+	if err := <-h.done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	h.done = nil
 }
 
 func (h *harness) call(t *testing.T, tool, args string, progressToken any) *mcp.CallToolResult {

@@ -143,9 +143,14 @@ func (g *Gateway) whileWaiting(ctx context.Context, req *mcp.CallToolRequest, pe
 	return cancel
 }
 
+// offersURLElicitation: the client supports URL elicitation and its
+// protocol version lets a server send a request while serving one (from
+// 2026-07-28 on that takes a multi round-trip result, which a call held
+// for a person does not fit).
 func offersURLElicitation(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
-	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
+	return ip != nil && ip.ProtocolVersion < "2026-07-28" && ip.Capabilities != nil &&
+		ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
 }
 
 // forward sends the allowed call upstream with exactly the checked

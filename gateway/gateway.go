@@ -125,7 +125,9 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 		g.opt.Log.Warn("could not register the upstream's tools with Countersign", "connector", g.opt.Connector, "err", err)
 	}
 	err = g.server.Run(ctx, t)
-	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+	// The client going away (stdin EOF, a closed pipe) or a signal is the
+	// normal end.
+	if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil
 	}
 	return err

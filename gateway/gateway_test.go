@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 // harness is Countersign, the gateway in front of an upstream, and an MCP
 // client connected to the gateway.
 type harness struct {
+	changed  chan struct{} // the client got notifications/tools/list_changed
+	elicited chan *mcp.ElicitParams
 	e        *testenv.Env
 	done     chan error // Serve's answer
 	member   *testenv.Browser
@@ -42,8 +44,16 @@ type harness struct {
 
 func start(t *testing.T, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
 	t.Helper()
+	return startProtocol(t, "", upstream, opts...)
+}
+
+// startProtocol is start with the client asking for protocol version proto
+// ("" for the SDK's latest).
+func startProtocol(t *testing.T, proto string, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
+	t.Helper()
 	e := testenv.NewEnv(t)
-	h := &harness{e: e, member: e.NewBrowser(), progress: make(chan *mcp.ProgressNotificationParams, 100)}
+	h := &harness{e: e, member: e.NewBrowser(), progress: make(chan *mcp.ProgressNotificationParams, 100),
+		changed: make(chan struct{}, 10), elicited: make(chan *mcp.ElicitParams, 10)}
 	h.member.SignIn("member")
 	opt := gateway.Options{Connector: "notes", Client: client.New(e.BaseURL, e.APIKey()), User: dev.DemoMember.Subject,
 		Upstream: upstream, ProgressEvery: 20 * time.Millisecond}
@@ -63,8 +73,16 @@ func start(t *testing.T, upstream func() (mcp.Transport, error), opts ...func(*g
 			case h.progress <- r.Params:
 			default:
 			}
-		}})
-	if h.cs, err = c.Connect(context.Background(), ct, nil); err != nil {
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { h.changed <- struct{}{} },
+		// The client offers URL elicitation and "accepts" whatever it is shown.
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			h.elicited <- r.Params
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	if h.cs, err = c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: proto}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -335,4 +353,42 @@ func TestCountersignDownNothingReachesUpstream(t *testing.T) {
 			t.Fatalf("%s: upstream got %q", tool, got)
 		}
 	}
+}
+
+// A tool the upstream adds later is registered (with the default policy
+// for its annotations) and the client is told the list changed.
+func TestToolListChanged(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	n.lastServer().AddTool(&mcp.Tool{Name: "delete_note", InputSchema: object, Annotations: &mcp.ToolAnnotations{DestructiveHint: yes()}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	<-h.changed
+	if c := h.count(t, `SELECT count(*) FROM tools WHERE connector = 'notes' AND name = 'delete_note' AND mode = 'require_approval'`); c != 1 {
+		t.Fatalf("delete_note registered %d times", c)
+	}
+	res, err := h.cs.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) != 5 {
+		t.Fatalf("%v %v", res, err)
+	}
+}
+
+// Where the client offers URL elicitation, it is shown the item's page;
+// its answer decides nothing — the call still waits for the person.
+func TestURLElicitationIsOnlyALink(t *testing.T) {
+	n := &notes{}
+	// From protocol version 2026-07-28 on, a server may not send requests
+	// while serving one (multi round-trip requests instead): the link is
+	// offered this way to clients on earlier versions only.
+	h := startProtocol(t, "2025-11-25", n.inMemory())
+	res := h.callAsync("write_note", `{"title":"e"}`, nil)
+	el := <-h.elicited
+	id := h.pending(t, "write_note")
+	if el.Mode != "url" || el.URL != h.e.BaseURL+"/approvals/"+id {
+		t.Fatalf("elicitation %+v", el)
+	}
+	if s := h.count(t, `SELECT count(*) FROM approvals WHERE id = $1 AND status = 'pending'`, id); s != 1 || len(n.got("write_note")) != 0 {
+		t.Fatal("the client's accept decided the call")
+	}
+	h.decide(t, id, url.Values{"decision": {"reject"}})
+	wantRefused(t, <-res, "approval_denied")
 }

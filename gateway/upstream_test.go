@@ -14,6 +14,13 @@ import (
 type notes struct {
 	mu    sync.Mutex
 	calls map[string][]string // tool → the raw argument bytes of each call
+	last  *mcp.Server         // the server most recently started
+}
+
+func (n *notes) lastServer() *mcp.Server {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.last
 }
 
 func (n *notes) got(tool string) []string {
@@ -62,9 +69,13 @@ func (n *notes) server() *mcp.Server {
 func (n *notes) inMemory() func() (mcp.Transport, error) {
 	return func() (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
-		if _, err := n.server().Connect(context.Background(), st, nil); err != nil {
+		s := n.server()
+		if _, err := s.Connect(context.Background(), st, nil); err != nil {
 			return nil, err
 		}
+		n.mu.Lock()
+		n.last = s
+		n.mu.Unlock()
 		return ct, nil
 	}
 }

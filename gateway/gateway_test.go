@@ -361,7 +361,9 @@ func TestToolListChanged(t *testing.T) {
 	n := &notes{}
 	h := start(t, n.inMemory())
 	n.lastServer().AddTool(&mcp.Tool{Name: "delete_note", InputSchema: object, Annotations: &mcp.ToolAnnotations{DestructiveHint: yes()}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	<-h.changed
 	if c := h.count(t, `SELECT count(*) FROM tools WHERE connector = 'notes' AND name = 'delete_note' AND mode = 'require_approval'`); c != 1 {
 		t.Fatalf("delete_note registered %d times", c)

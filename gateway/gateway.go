@@ -108,7 +108,7 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 		&mcp.ServerOptions{
 			Capabilities:     capabilities(cs.InitializeResult()),
 			Instructions:     instructions(cs.InitializeResult()),
-			Logger:           g.opt.Log,
+			Logger:           slog.New(quieter{g.opt.Log.Handler(), slog.LevelWarn}),
 			SubscribeHandler: g.subscribe,
 			UnsubscribeHandler: func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
 				up, err := g.up.session(ctx)
@@ -162,4 +162,23 @@ func (g *Gateway) conversation(ss *mcp.ServerSession) string {
 		}
 	}
 	return g.session
+}
+
+// quieter passes on only records at min or above: the SDK logs every
+// session's start and end at info, which is noise on a client's stderr.
+type quieter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= q.min && q.Handler.Enabled(ctx, l)
+}
+
+func (q quieter) WithAttrs(a []slog.Attr) slog.Handler {
+	return quieter{q.Handler.WithAttrs(a), q.min}
+}
+
+func (q quieter) WithGroup(name string) slog.Handler {
+	return quieter{q.Handler.WithGroup(name), q.min}
 }

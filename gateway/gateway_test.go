@@ -42,14 +42,14 @@ type harness struct {
 	progress chan *mcp.ProgressNotificationParams
 }
 
-func start(t *testing.T, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
+func start(t testing.TB, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
 	t.Helper()
 	return startProtocol(t, "", upstream, opts...)
 }
 
 // startProtocol is start with the client asking for protocol version proto
 // ("" for the SDK's latest).
-func startProtocol(t *testing.T, proto string, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
+func startProtocol(t testing.TB, proto string, upstream func() (mcp.Transport, error), opts ...func(*gateway.Options)) *harness {
 	t.Helper()
 	e := testenv.NewEnv(t)
 	h := &harness{e: e, member: e.NewBrowser(), progress: make(chan *mcp.ProgressNotificationParams, 100),
@@ -93,7 +93,7 @@ func startProtocol(t *testing.T, proto string, upstream func() (mcp.Transport, e
 }
 
 // waitServe waits for Serve to return (once).
-func (h *harness) waitServe(t *testing.T) {
+func (h *harness) waitServe(t testing.TB) {
 	t.Helper()
 	if h.done == nil {
 		return

@@ -74,6 +74,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "\nCountersign is running: open %s\n", cfg.BaseURL)
 		fmt.Fprintf(stdout, "Sign in as %s (member) or %s (admin) on the development sign-in page.\n", dev.DemoMember.Name, dev.DemoAdmin.Name)
 		fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
+		if key, _, err := a.db.CreateAPIKey(ctx, "MCP gateway (countersign dev)", nil); err == nil {
+			fmt.Fprintln(stdout, "Wrap an MCP server (paste as its command in your MCP client):\n  "+mcpWrapperLine(cfg.BaseURL.String(), key))
+		}
 		if *noAgent {
 			return
 		}

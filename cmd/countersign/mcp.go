@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/gateway"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -88,4 +89,11 @@ func (h *headerFlag) Set(v string) error {
 	}
 	http.Header(*h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	return nil
+}
+
+// mcpWrapperLine is the command line that wraps an MCP server (here the
+// reference filesystem server) with the gateway for the development server.
+func mcpWrapperLine(baseURL, key string) string {
+	return "countersign mcp --url " + baseURL + " --api-key " + key + " --user " + dev.DemoMember.Subject +
+		" --connector filesystem -- npx -y @modelcontextprotocol/server-filesystem ."
 }

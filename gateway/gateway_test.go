@@ -394,3 +394,15 @@ func TestURLElicitationIsOnlyALink(t *testing.T) {
 	h.decide(t, id, url.Values{"decision": {"reject"}})
 	wantRefused(t, <-res, "approval_denied")
 }
+
+// A tool the upstream did not list is not in the catalog: the call is
+// refused before anything is sent upstream.
+func TestUnlistedToolNeverReachesUpstream(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory())
+	r := h.call(t, "format_disk", `{}`, nil)
+	wantRefused(t, r, client.CodePolicyUnavailable)
+	if got := n.got("format_disk"); len(got) != 0 {
+		t.Fatalf("upstream got %q", got)
+	}
+}

@@ -406,3 +406,25 @@ func TestUnlistedToolNeverReachesUpstream(t *testing.T) {
 		t.Fatalf("upstream got %q", got)
 	}
 }
+
+// Resources and prompts pass through unchanged, and are announced.
+func TestResourcesAndPromptsPassThrough(t *testing.T) {
+	h := start(t, (&notes{}).inMemory())
+	caps := h.cs.InitializeResult().Capabilities
+	if caps.Resources == nil || caps.Prompts == nil || caps.Tools == nil {
+		t.Fatalf("capabilities %+v", caps)
+	}
+	ctx := context.Background()
+	rs, err := h.cs.ListResources(ctx, nil)
+	if err != nil || len(rs.Resources) != 1 || rs.Resources[0].URI != "notes://todo" {
+		t.Fatalf("%+v %v", rs, err)
+	}
+	rr, err := h.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "notes://todo"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "buy milk" {
+		t.Fatalf("%+v %v", rr, err)
+	}
+	gp, err := h.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "summarise"})
+	if err != nil || len(gp.Messages) != 1 || gp.Messages[0].Content.(*mcp.TextContent).Text != "Summarise my notes." {
+		t.Fatalf("%+v %v", gp, err)
+	}
+}

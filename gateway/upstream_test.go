@@ -62,6 +62,13 @@ func (n *notes) server() *mcp.Server {
 			os.Exit(3)
 			return nil, nil
 		})
+	s.AddResource(&mcp.Resource{URI: "notes://todo", Name: "todo", MIMEType: "text/plain"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "buy milk"}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "summarise"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarise my notes."}}}}, nil
+	})
 	return s
 }
 

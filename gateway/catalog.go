@@ -29,7 +29,9 @@ func (g *Gateway) syncCatalog(ctx context.Context, cs *mcp.ClientSession) error 
 		return err
 	}
 	g.synced.Store(true)
-	g.mirror.set(tools)
+	if m := g.mirror.Load(); m != nil {
+		m.set(tools)
+	}
 	g.opt.Log.Info("registered the upstream's tools", "connector", g.opt.Connector, "tools", len(tools))
 	return nil
 }

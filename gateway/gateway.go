@@ -57,12 +57,13 @@ type Options struct {
 // Gateway serves one MCP client in front of one upstream.
 type Gateway struct {
 	opt     Options
-	server  *mcp.Server
 	up      *upstream
 	session string // this process's session id, when the transport has none
 	seq     atomic.Int64
 	synced  atomic.Bool
-	mirror  *mirror
+	// mirror is set once the client-facing server exists; the upstream may
+	// announce changes before that.
+	mirror atomic.Pointer[mirror]
 }
 
 // New checks the options and fills in the defaults.
@@ -104,7 +105,7 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 	if err != nil {
 		return fmt.Errorf("start the upstream server: %w", err)
 	}
-	g.server = mcp.NewServer(&mcp.Implementation{Name: "countersign-mcp", Version: g.opt.Version},
+	server := mcp.NewServer(&mcp.Implementation{Name: "countersign-mcp", Version: g.opt.Version},
 		&mcp.ServerOptions{
 			Capabilities:     capabilities(cs.InitializeResult()),
 			Instructions:     instructions(cs.InitializeResult()),
@@ -118,13 +119,13 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 				return up.Unsubscribe(ctx, r.Params)
 			},
 		})
-	g.mirror = &mirror{server: g.server}
-	g.server.AddReceivingMiddleware(g.middleware)
+	server.AddReceivingMiddleware(g.middleware)
+	g.mirror.Store(&mirror{server: server})
 	if err := g.syncCatalog(ctx, cs); err != nil {
 		// Calls still fail closed; the next call tries again.
 		g.opt.Log.Warn("could not register the upstream's tools with Countersign", "connector", g.opt.Connector, "err", err)
 	}
-	err = g.server.Run(ctx, t)
+	err = server.Run(ctx, t)
 	// The client going away (stdin EOF, a closed pipe) or a signal is the
 	// normal end.
 	if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {

@@ -63,10 +63,11 @@ func (g *Gateway) subscribe(ctx context.Context, r *mcp.SubscribeRequest) error 
 }
 
 func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
-	if g.server == nil || p == nil {
+	m := g.mirror.Load()
+	if m == nil || p == nil {
 		return
 	}
-	if err := g.server.ResourceUpdated(ctx, p); err != nil {
+	if err := m.server.ResourceUpdated(ctx, p); err != nil {
 		g.opt.Log.Debug("resource update", "err", err)
 	}
 }

@@ -162,19 +162,7 @@ func (g *Gateway) forward(ctx context.Context, p *mcp.CallToolParamsRaw, args []
 		return refused(client.Outcome{Code: CodeUpstreamUnavailable,
 			Message: "The tool's server could not be started, so this call did not run. Tell the user; it is tried again on the next call."}), nil
 	}
-	var meta mcp.Meta
-	for k, v := range p.Meta {
-		// The client's progress token belongs to the gateway's request;
-		// the upstream's progress is not relayed.
-		if k == "progressToken" {
-			continue
-		}
-		if meta == nil {
-			meta = mcp.Meta{}
-		}
-		meta[k] = v
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: p.Name, Arguments: json.RawMessage(args)})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: forwardedMeta(p.Meta), Name: p.Name, Arguments: json.RawMessage(args)})
 	if err != nil && ctx.Err() == nil && !isRPCError(err) {
 		g.up.lost(cs)
 		g.opt.Log.Error("upstream server failed during a call", "tool", p.Name, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -426,5 +427,64 @@ func TestResourcesAndPromptsPassThrough(t *testing.T) {
 	gp, err := h.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "summarise"})
 	if err != nil || len(gp.Messages) != 1 || gp.Messages[0].Content.(*mcp.TextContent).Text != "Summarise my notes." {
 		t.Fatalf("%+v %v", gp, err)
+	}
+}
+
+// --upstream: a remote server over streamable HTTP, with its credentials
+// in a header only the gateway sends.
+func TestStreamableHTTPUpstream(t *testing.T) {
+	n := &notes{}
+	srv := n.server()
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer upstream-secret" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(remote.Close)
+	h := start(t, gateway.StreamableHTTP(remote.URL, http.Header{"Authorization": {"Bearer upstream-secret"}}))
+	r := h.call(t, "read_note", `{"name":"remote"}`, nil)
+	if r.IsError || text(r) != "the note" {
+		t.Fatalf("%v %q", r.Meta, text(r))
+	}
+	res := h.callAsync("write_note", `{"title":"remote"}`, nil)
+	h.decide(t, h.pending(t, "write_note"), url.Values{"decision": {"reject"}})
+	wantRefused(t, <-res, "approval_denied")
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("upstream got %q", got)
+	}
+}
+
+// The client's own call id (Claude Code's tool-use id) binds the item; the
+// client's other _meta reaches the upstream, its progress token and
+// protocol keys do not.
+func TestCallIDAndMeta(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory(), func(o *gateway.Options) { o.Hold = 100 * time.Millisecond })
+	ctx := context.Background()
+	r, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_note", Arguments: json.RawMessage(`{"title":"m"}`),
+		Meta: mcp.Meta{"claudecode/toolUseId": "toolu_01ABC"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, r, client.CodeApprovalPending)
+	if c := h.count(t, `SELECT count(*) FROM approvals WHERE call_id = 'toolu_01ABC'`); c != 1 {
+		t.Fatalf("%d items bound to the tool-use id", c)
+	}
+	p := &mcp.CallToolParams{Name: "read_note", Arguments: json.RawMessage(`{}`), Meta: mcp.Meta{"vendor/trace": "t-1"}}
+	p.SetProgressToken("tok")
+	if r, err := h.cs.CallTool(ctx, p); err != nil || r.IsError {
+		t.Fatalf("%v %v", r, err)
+	}
+	n.mu.Lock()
+	got := n.meta[len(n.meta)-1]
+	n.mu.Unlock()
+	// The io.modelcontextprotocol/ keys the upstream sees are the
+	// gateway's own connection's, not the client's.
+	info, _ := got["io.modelcontextprotocol/clientInfo"].(map[string]any)
+	if got["vendor/trace"] != "t-1" || got["progressToken"] != nil || (info != nil && info["name"] != "countersign-mcp") {
+		t.Fatalf("upstream got _meta %v", got)
 	}
 }

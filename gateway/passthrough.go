@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"reflect"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,6 +22,9 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		cs, err := g.up.session(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
+			p.SetMeta(forwardedMeta(p.GetMeta()))
 		}
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
@@ -70,4 +75,23 @@ func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNot
 	if err := m.server.ResourceUpdated(ctx, p); err != nil {
 		g.opt.Log.Debug("resource update", "err", err)
 	}
+}
+
+// forwardedMeta is the client's _meta for the upstream: without what
+// belongs to the client's own connection to the gateway — its progress
+// token (the upstream's progress is not relayed) and the protocol's
+// per-connection keys (io.modelcontextprotocol/…: the protocol version,
+// client info and capabilities the gateway negotiated, not the upstream).
+func forwardedMeta(in map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range in {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = v
+	}
+	return out
 }

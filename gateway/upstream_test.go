@@ -15,6 +15,7 @@ type notes struct {
 	mu    sync.Mutex
 	calls map[string][]string // tool → the raw argument bytes of each call
 	last  *mcp.Server         // the server most recently started
+	meta  []mcp.Meta          // the _meta of each call
 }
 
 func (n *notes) lastServer() *mcp.Server {
@@ -44,6 +45,7 @@ func (n *notes) server() *mcp.Server {
 				n.calls = map[string][]string{}
 			}
 			n.calls[tool] = append(n.calls[tool], string(r.Params.Arguments))
+			n.meta = append(n.meta, r.Params.Meta)
 			n.mu.Unlock()
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}},
 				Meta: mcp.Meta{"notes/served": tool}}, nil

@@ -347,6 +347,17 @@ func TestCountersignDownNothingReachesUpstream(t *testing.T) {
 	n := &notes{}
 	h := start(t, n.inMemory())
 	h.e.Stop()
+	// Stop only begins the shutdown: wait until nothing answers.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get(h.e.BaseURL + "/healthz")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the server is still answering")
+		}
+	}
 	for _, tool := range []string{"read_note", "write_note"} {
 		r := h.call(t, tool, `{"name":"todo"}`, nil)
 		wantRefused(t, r, client.CodePolicyUnavailable)

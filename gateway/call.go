@@ -87,27 +87,22 @@ func usableID(s string) bool {
 		strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-// gate asks Countersign and waits for a person at most Hold. It first asks
-// without waiting, so that a pending call's link is known at once for the
-// progress messages and the URL elicitation; the second ask attaches to
-// that same item.
+// gate asks Countersign and waits for a person at most Hold. While it
+// waits, the client is shown the item's link (progress, URL elicitation).
+// It is one check, followed by waiting on that very item: asking again
+// could open a new item if the person decided in between.
 func (g *Gateway) gate(ctx context.Context, req *mcp.CallToolRequest, call client.Call) (client.Outcome, error) {
-	start := time.Now()
-	out, err := g.opt.Client.GateWithin(ctx, call, time.Nanosecond)
-	if err != nil || out.Code != client.CodeApprovalPending {
-		return out, err
-	}
-	stop := g.whileWaiting(ctx, req, out)
-	defer stop()
-	left := max(g.opt.Hold-time.Since(start), time.Millisecond)
-	return g.opt.Client.GateWithin(ctx, call, left)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // ends the progress notifications and the elicitation
+	return g.opt.Client.GateNotify(ctx, call, g.opt.Hold, func(pending client.Outcome) {
+		g.whileWaiting(ctx, req, pending)
+	})
 }
 
 // whileWaiting sends progress notifications when the client gave a
 // progress token, and offers the item's link by URL elicitation when the
-// client supports it. The returned func stops both.
-func (g *Gateway) whileWaiting(ctx context.Context, req *mcp.CallToolRequest, pending client.Outcome) func() {
-	ctx, cancel := context.WithCancel(ctx)
+// client supports it, until ctx ends.
+func (g *Gateway) whileWaiting(ctx context.Context, req *mcp.CallToolRequest, pending client.Outcome) {
 	ss := req.Session
 	msg := "Waiting for approval in Countersign"
 	if pending.URL != "" {
@@ -140,7 +135,6 @@ func (g *Gateway) whileWaiting(ctx context.Context, req *mcp.CallToolRequest, pe
 			}
 		}()
 	}
-	return cancel
 }
 
 // offersURLElicitation: the client supports URL elicitation and its

@@ -499,3 +499,29 @@ func TestCallIDAndMeta(t *testing.T) {
 		t.Fatalf("upstream got _meta %v", got)
 	}
 }
+
+// The person may decide the moment the item appears, before the gateway
+// starts waiting: the decision still ends this call, on the same item.
+func TestDecidedAtOnce(t *testing.T) {
+	n := &notes{}
+	h := start(t, n.inMemory(), func(o *gateway.Options) { o.Hold = 5 * time.Second })
+	for i, decision := range []string{"reject", "approve"} {
+		args := `{"title":"at once ` + decision + `"}`
+		res := h.callAsync("write_note", args, "tok")
+		<-h.progress
+		id := h.pending(t, "write_note")
+		h.decide(t, id, url.Values{"decision": {decision}})
+		r := <-res
+		if decision == "reject" {
+			wantRefused(t, r, "approval_denied")
+		} else if r.IsError {
+			t.Fatalf("approved at once: %v %q", r.Meta, text(r))
+		}
+		if c := h.count(t, `SELECT count(*) FROM approvals WHERE tool = 'write_note'`); c != i+1 {
+			t.Fatalf("%s: %d items, want %d", decision, c, i+1)
+		}
+	}
+	if got := n.got("write_note"); len(got) != 1 {
+		t.Fatalf("upstream got %q", got)
+	}
+}

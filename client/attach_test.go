@@ -115,3 +115,40 @@ func TestGateAttached(t *testing.T) {
 		})
 	}
 }
+
+// GateNotify tells the runtime about the item, with its link, before it
+// waits; an allowed call is not reported.
+func TestGateNotify(t *testing.T) {
+	e, c, member := realServer(t)
+	ctx := context.Background()
+	allowed := memberCall("n0", `{"query":"x"}`)
+	allowed.Tool = "search_messages"
+	out, err := c.GateNotify(ctx, allowed, time.Second, func(client.Outcome) { t.Error("reported an allowed call") })
+	if err != nil || !out.Allowed {
+		t.Fatalf("%+v %v", out, err)
+	}
+	seen := make(chan client.Outcome, 2)
+	res := make(chan testenvResult, 1)
+	go func() {
+		out, err := c.GateNotify(ctx, memberCall("n1", `{"to":"n@example.com"}`), 0, func(o client.Outcome) { seen <- o })
+		res <- testenvResult{out, err}
+	}()
+	p := <-seen
+	if p.Code != client.CodeApprovalPending || p.ApprovalID == "" || p.URL != e.BaseURL+"/approvals/"+p.ApprovalID {
+		t.Fatalf("reported %+v", p)
+	}
+	if s := dbStatus(t, e, p.ApprovalID); s != "pending" {
+		t.Fatalf("reported while %s", s)
+	}
+	decide(t, member, p.ApprovalID, url.Values{"decision": {"reject"}})
+	r := <-res
+	wantClosed(t, r.out, r.err, "approval_denied")
+	if r.out.ApprovalID != p.ApprovalID || len(seen) != 0 {
+		t.Fatalf("%+v, %d more reports", r.out, len(seen))
+	}
+}
+
+type testenvResult struct {
+	out client.Outcome
+	err error
+}

@@ -138,6 +138,14 @@ func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
 // opened: Gate then follows and claims that item with its own call id, and
 // only if its digest is this call's.
 func (c *Client) GateWithin(ctx context.Context, call Call, maxWait time.Duration) (Outcome, error) {
+	return c.GateNotify(ctx, call, maxWait, nil)
+}
+
+// GateNotify is GateWithin that calls pending, once and before it waits,
+// when a person must decide: with code approval_pending, the item's id and
+// its link. A runtime uses it to show the link while the call waits (an
+// MCP gateway's progress notifications). pending must not block.
+func (c *Client) GateNotify(ctx context.Context, call Call, maxWait time.Duration, pending func(Outcome)) (Outcome, error) {
 	var stopAt time.Time
 	if maxWait > 0 {
 		stopAt = time.Now().Add(maxWait)
@@ -165,6 +173,9 @@ func (c *Client) GateWithin(ctx context.Context, call Call, maxWait time.Duratio
 	item, err := itemCall(call, res.Approval)
 	if err != nil {
 		return unavailable(call, res.Approval.ID), err
+	}
+	if pending != nil {
+		pending(Outcome{Code: CodeApprovalPending, ApprovalID: res.Approval.ID, URL: res.Approval.URL})
 	}
 	st, err := c.wait(ctx, item, res.Approval, giveUpAt(asked, res.Approval), stopAt)
 	if err != nil {

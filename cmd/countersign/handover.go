@@ -50,6 +50,8 @@ func printHandover(w io.Writer, h handover) {
 	if h.APIKey != "" && len(h.Users) > 0 {
 		fmt.Fprintln(w)
 		printHookLine(w, h.BaseURL, h.APIKey, h.Users[0].Subject)
+		fmt.Fprintln(w, "MCP gateway (paste as the server's command in your MCP client; see docs/agents.md):")
+		fmt.Fprintln(w, "  "+mcpWrapperLine(h.BaseURL, h.APIKey))
 	}
 	fmt.Fprintf(w, "\nDatabase: %s\n", h.DatabaseURL)
 	fmt.Fprintln(w, "  (for countersign apikey create and audit verify: export COUNTERSIGN_DATABASE_URL=<that URL>)")

@@ -58,7 +58,8 @@ func TestPrintHandover(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{"http://localhost:8080", "COUNTERSIGN_API_KEY=cs_abc", ".countersign/dev-api-key",
 		"subject demo-member", "subject demo-admin", "postgres://postgres@127.0.0.1:5555/countersign", "/api/v1/openapi.json",
-		"hook --url http://localhost:8080 --api-key cs_abc --user demo-member"} {
+		"hook --url http://localhost:8080 --api-key cs_abc --user demo-member",
+		"mcp --url http://localhost:8080 --api-key cs_abc --user demo-member --connector filesystem --"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("handover lacks %q:\n%s", want, out)
 		}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/gateway"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const mcpUsage = "countersign mcp --connector NAME [--url URL --api-key KEY --user SUBJECT --hold 45s] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
+
+// runMCP is an MCP server on stdin/stdout that an MCP client launches in
+// place of the real server; every tools/call is checked with Countersign
+// before it reaches the real (upstream) server.
+func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlags("mcp", mcpUsage, stderr, false)
+	connector := fs.String("connector", "", "connector the upstream's tools are registered as (required)")
+	base := fs.String("url", envOr("COUNTERSIGN_URL", "http://localhost:8080"), "Countersign's base URL (or COUNTERSIGN_URL)")
+	key := fs.String("api-key", os.Getenv("COUNTERSIGN_API_KEY"), "runtime API key (or COUNTERSIGN_API_KEY)")
+	user := fs.String("user", os.Getenv("COUNTERSIGN_USER"), "OIDC subject of the person whose calls these are (or COUNTERSIGN_USER)")
+	hold := fs.Duration("hold", gateway.DefaultHold, "longest wait for a person before the call returns the approval link")
+	upstreamURL := fs.String("upstream", "", "connect to an MCP server over streamable HTTP instead of starting COMMAND")
+	var headers headerFlag
+	fs.Var(&headers, "header", "HTTP header for --upstream, 'Name: value' (repeatable)")
+	verbose := fs.Bool("v", false, "log debug messages")
+	if err := fs.Parse(args); err != nil {
+		return usageErr(err)
+	}
+	command := fs.Args()
+	if *connector == "" || *key == "" || *user == "" || *hold <= 0 || (len(command) == 0) == (*upstreamURL == "") {
+		fs.Usage()
+		return errUsage
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := newLogger(stderr, level) // stdout is the protocol
+	var up func() (mcp.Transport, error)
+	if *upstreamURL != "" {
+		up = gateway.StreamableHTTP(*upstreamURL, http.Header(headers))
+	} else {
+		up = gateway.Command(command[0], command[1:], stderr)
+	}
+	g, err := gateway.New(gateway.Options{Connector: *connector, Client: client.New(*base, *key), User: *user,
+		Upstream: up, Hold: *hold, Version: version, Log: log})
+	if err != nil {
+		return err
+	}
+	return g.Serve(ctx, &mcp.StdioTransport{})
+}
+
+func usageErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errUsage
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// headerFlag collects --header 'Name: value'.
+type headerFlag http.Header
+
+func (h *headerFlag) String() string { return "" }
+
+func (h *headerFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want 'Name: value', got %q", v)
+	}
+	if *h == nil {
+		*h = headerFlag{}
+	}
+	http.Header(*h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	return nil
+}
+
+// mcpWrapperLine is the command line that wraps an MCP server (here the
+// reference filesystem server) with the gateway for the development server.
+func mcpWrapperLine(baseURL, key string) string {
+	return "countersign mcp --url " + baseURL + " --api-key " + key + " --user " + dev.DemoMember.Subject +
+		" --connector filesystem -- npx -y @modelcontextprotocol/server-filesystem ."
+}

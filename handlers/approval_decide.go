@@ -11,16 +11,17 @@ import (
 )
 
 // ApprovalDecide records the signed-in reviewer's answer. Only the POST
-// body's fields decision and reason are read (plus the CSRF token, checked
-// by middleware), never the URL's query: the reviewer comes from the
+// body's fields decision, reason and duration are read (plus the CSRF
+// token, checked by middleware), never the URL's query: the reviewer comes from the
 // session, and the call itself — tool, arguments, state — is what the
 // server stored, never what the browser sends.
 func (h *Handler) ApprovalDecide(c echo.Context) error {
 	u := CurrentUser(c)
 	id := c.Param("id")
 	req := c.Request()
-	dec := approval.Decision(req.PostFormValue("decision"))
-	a, err := h.DB.Decide(req.Context(), id, *u, dec, req.PostFormValue("reason"))
+	ans := db.Answer{Decision: approval.Decision(req.PostFormValue("decision")), Reason: req.PostFormValue("reason"),
+		Duration: req.PostFormValue("duration")}
+	a, err := h.DB.Answer(req.Context(), id, *u, ans)
 	if err != nil {
 		if approval.KindOf(err) == approval.KindNotFound {
 			// 404, not 403: don't confirm that someone else's item exists.

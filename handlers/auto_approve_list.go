@@ -55,7 +55,8 @@ func (h *Handler) AutoApproveList(c echo.Context) error {
 }
 
 func grantRow(g db.StandingGrant) views.GrantRow {
-	r := views.GrantRow{ID: g.ID, Tool: g.ToolDisplay, GrantedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt, Lapsed: g.Lapsed()}
+	r := views.GrantRow{ID: g.ID, Tool: g.ToolDisplay, Always: g.Always(), GrantedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt,
+		EndsAt: g.ExpiresAt, Lapsed: g.Lapsed()}
 	if g.ApprovalTurn != nil {
 		r.FromTurn = *g.ApprovalTurn
 	}

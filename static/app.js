@@ -174,7 +174,7 @@
     if (n > 0 && cardsIn(pendingList).length === 0) { showHeld(false); return; }
     if (newBar) {
       newBar.hidden = n === 0;
-      newBar.querySelector('[data-new-count]').textContent = n + ' new';
+      newBar.querySelector('[data-show-new]').textContent = n + ' new — show';
     }
   }
   if (held && pendingList && 'MutationObserver' in window) {

@@ -36,6 +36,9 @@ type StandingGrant struct {
 	ApprovalTurn     *string    `db:"approval_turn"`
 	ExpiresAt        *time.Time `db:"expires_at"` // nil: until revoked or the policy changes
 	Ended            bool       `db:"ended"`      // its end has passed (by the database's clock)
+	// ConversationTitle is the runtime's label for the conversation the
+	// grant came from, if it sent one.
+	ConversationTitle string `db:"conversation_title"`
 }
 
 // Lapsed says why the grant no longer applies, or "" while it is active.
@@ -58,7 +61,7 @@ const grantSelect = `SELECT g.id, g.user_subject, g.tool_id, g.conversation_id, 
 	g.created_at, g.last_used_at, t.connector, t.name AS tool, t.display_name AS tool_display,
 	c.display_name AS connector_display, c.kind AS connector_kind, c.deleted_at IS NOT NULL AS connector_deleted,
 	t.policy_version AS tool_version, t.standing_approval AS tool_standing, a.turn_id AS approval_turn,
-	g.expires_at, COALESCE(g.expires_at <= now(), false) AS ended
+	g.expires_at, COALESCE(g.expires_at <= now(), false) AS ended, COALESCE(a.conversation_title, '') AS conversation_title
 	FROM standing_grants g JOIN tools t ON t.id = g.tool_id JOIN connectors c ON c.name = t.connector
 	LEFT JOIN approvals a ON a.id = g.approval_id`
 

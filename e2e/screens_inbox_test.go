@@ -47,6 +47,15 @@ func TestScreenshotsInbox(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "p13-inbox")
+	// The calls that arrived while the first was shown wait in the bar.
+	eval[bool](t, ctx, `!!document.querySelector('[data-show-new]') && !document.querySelector('[data-show-new]').click()`)
+	screenshot(t, ctx, "p13-inbox-shown")
+	eval[bool](t, ctx, `!document.querySelector('#pending-list button[value="always"]').click()`)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`dialog[open]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "p13-confirm")
+	eval[bool](t, ctx, `!document.querySelector('dialog[open]').close()`)
 
 	var first string
 	_ = e.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM approvals WHERE call_id = 'p1'`).Scan(&first)

@@ -31,7 +31,11 @@ func (h *Handler) AutoApproveList(c echo.Context) error {
 			if !ok {
 				i = len(v.Conversations)
 				convs[row.Conversation] = i
-				v.Conversations = append(v.Conversations, views.GrantGroup{Title: "Conversation " + row.Conversation})
+				title := row.Conversation
+				if g.ConversationTitle != "" {
+					title = g.ConversationTitle
+				}
+				v.Conversations = append(v.Conversations, views.GrantGroup{Title: "Conversation " + title})
 			}
 			row.Tool += " · " + connectorLabel(g.ConnectorKind, g.ConnectorDisplay)
 			v.Conversations[i].Grants = append(v.Conversations[i].Grants, row)

@@ -68,5 +68,17 @@ func (h *Handler) lateDecision(c echo.Context, a db.Approval, e *approval.Error)
 	if isHTMX(c) {
 		return Render(c, http.StatusConflict, views.LateDecision(row, e.Code, e.Message))
 	}
-	return Render(c, http.StatusConflict, views.ErrorPage(h.Page(c, heading, ""), http.StatusConflict, heading, e.Message))
+	// Without script the page says which call, as the card does.
+	which := "Your answer to “" + views.Marked(a.ToolDisplay) + "” (conversation " + views.Marked(conversationLabel(a)) +
+		", asked " + views.Absolute(a.CreatedAt) + ") was not recorded. "
+	return Render(c, http.StatusConflict, views.ErrorPage(h.Page(c, heading, ""), http.StatusConflict, heading, which+e.Message))
+}
+
+// conversationLabel is the runtime's label for the item's conversation, or
+// its id.
+func conversationLabel(a db.Approval) string {
+	if a.ConversationTitle != "" {
+		return a.ConversationTitle
+	}
+	return a.ConversationID
 }

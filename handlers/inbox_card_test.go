@@ -149,4 +149,9 @@ func TestLateDecisionSaysWhichCall(t *testing.T) {
 		!strings.Contains(body, "Send email") || !strings.Contains(body, `data-testid="dismiss"`) || !strings.Contains(body, "Rejected") {
 		t.Fatalf("late decision: %d\n%s", resp.StatusCode, body)
 	}
+	// Without script, the page says the same.
+	resp, body = l.Member.PostForm("/approvals/"+id+"/decision", map[string][]string{"decision": {"approve"}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "Your answer to “Send email” (conversation Quarter close") {
+		t.Fatalf("late decision without script: %d\n%s", resp.StatusCode, body)
+	}
 }

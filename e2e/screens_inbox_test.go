@@ -39,6 +39,9 @@ func TestScreenshotsInbox(t *testing.T) {
 	t.Cleanup(func() { stop(); wg.Wait() })
 	for i := range calls {
 		calls[i].User, calls[i].ConversationID, calls[i].TurnID = dev.DemoMember.Subject, "conv-2f9c1d7e-44aa-4c1b-9a0e-7d3b2c1f0e9a", "turn-3"
+		if i == 0 {
+			calls[i].ConversationTitle = "Acme invoices, Q4"
+		}
 		wg.Add(1)
 		go func(c client.Call) { defer wg.Done(); _, _ = rt.Gate(waiting, c) }(calls[i])
 		// One at a time, so that the page shows them in a known order.

@@ -72,7 +72,7 @@ type AuditEvent struct {
 var AllActions = []string{
 	ActionRequested, ActionApproved, ActionApprovedConversation, ActionAlwaysAllowed, ActionRejected, ActionExpired,
 	ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionBlockedRepeated,
-	ActionBlockedByPolicy, ActionGrantRevoked, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
+	ActionBlockedByPolicy, ActionGrantRevoked, ActionGrantExpired, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionSignIn, ActionSignOut,

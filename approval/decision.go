@@ -1,5 +1,7 @@
 package approval
 
+import "time"
+
 // Decision is what a reviewer may answer.
 type Decision string
 
@@ -131,6 +133,9 @@ type Policy struct {
 	StandingApproval bool
 	Condition        string
 	Version          int
+	// MaxGrant is the longest a standing grant of the tool may last; zero
+	// means no limit (until revoked or the policy changes).
+	MaxGrant time.Duration
 }
 
 // Blocks reports whether p refuses every call: the mode is block, or a
@@ -139,10 +144,11 @@ func (p Policy) Blocks() bool { return p.Mode != ModeAllow && p.Mode != ModeRequ
 
 // DefaultPolicy is a new tool's policy: read-only tools are allowed;
 // anything else requires approval, with standing approval offered unless the
-// catalog says the tool moves data out (standing=false).
+// catalog says the tool moves data out (standing=false) or marks it
+// destructive (see DefaultStanding).
 func DefaultPolicy(a Annotations, standing *bool) Policy {
 	if a.ReadOnly() {
 		return Policy{Mode: ModeAllow, StandingApproval: true, Version: 1}
 	}
-	return Policy{Mode: ModeRequireApproval, StandingApproval: hint(standing, true), Version: 1}
+	return Policy{Mode: ModeRequireApproval, StandingApproval: DefaultStanding(a, standing), Version: 1}
 }

@@ -149,3 +149,10 @@ func printable(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\u2400")
 }
+
+// FullValue is a value's whole text as a reviewer reads it when they expand
+// a shortened line: the preview's rendering without the cut.
+func FullValue(v jsontext.Value) string { return printable(valueText(v)) }
+
+// FullText is text made safe to show whole (see printable).
+func FullText(s string) string { return printable(s) }

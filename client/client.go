@@ -44,12 +44,15 @@ type Call struct {
 	CallID         string `json:"call_id"`
 	User           string `json:"user"` // OIDC subject of the conversation's owner
 	ConversationID string `json:"conversation_id"`
-	TurnID         string `json:"turn_id"`
-	Connector      string `json:"connector"`
-	Tool           string `json:"tool"`
-	Arguments      string `json:"arguments"` // the JSON text the model produced, unchanged
-	Reason         string `json:"reason,omitempty"`
-	PlaybookRunID  string `json:"playbook_run_id,omitempty"`
+	// ConversationTitle (optional) is the conversation's label, shown to
+	// the reviewer in place of its id.
+	ConversationTitle string `json:"conversation_title,omitempty"`
+	TurnID            string `json:"turn_id"`
+	Connector         string `json:"connector"`
+	Tool              string `json:"tool"`
+	Arguments         string `json:"arguments"` // the JSON text the model produced, unchanged
+	Reason            string `json:"reason,omitempty"`
+	PlaybookRunID     string `json:"playbook_run_id,omitempty"`
 	// AttachToPending makes the same call made again (same key, user,
 	// conversation, connector, tool and arguments, any call id) join the
 	// item an earlier call opened, pending or approved and not yet claimed,

@@ -15,6 +15,7 @@ type Approval struct {
 	OwnerSubject       string                   `db:"owner_subject"`
 	APIKeyID           int64                    `db:"api_key_id"`
 	ConversationID     string                   `db:"conversation_id"`
+	ConversationTitle  string                   `db:"conversation_title"`
 	TurnID             string                   `db:"turn_id"`
 	CallID             string                   `db:"call_id"`
 	ToolID             int64                    `db:"tool_id"`
@@ -30,6 +31,7 @@ type Approval struct {
 	Scope              *string                  `db:"scope"`
 	ReviewerID         *int64                   `db:"reviewer_id"`
 	RejectReason       string                   `db:"reject_reason"`
+	ReviewerNote       string                   `db:"reviewer_note"` // typed while approving; never sent to the model
 	CreatedAt          time.Time                `db:"created_at"`
 	ExpiresAt          time.Time                `db:"expires_at"`
 	DecidedAt          *time.Time               `db:"decided_at"`
@@ -41,6 +43,7 @@ type Approval struct {
 	ReadOnlyHint       *bool                    `db:"read_only_hint"`
 	DestructiveHint    *bool                    `db:"destructive_hint"`
 	OpenWorldHint      *bool                    `db:"open_world_hint"`
+	ToolMaxGrant       *int64                   `db:"tool_max_grant_seconds"` // the tool's cap on standing grants, in seconds; nil: none
 	// ExpiresIn is how long the item had left when it was read, by the
 	// database's clock (zero once due). Waits use it, never ExpiresAt
 	// against this process's clock, which may disagree with the database's.
@@ -50,6 +53,15 @@ type Approval struct {
 // Annotations are the tool's hints at read time.
 func (a Approval) Annotations() approval.Annotations {
 	return approval.Annotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, OpenWorldHint: a.OpenWorldHint}
+}
+
+// MaxGrant is the tool's cap on standing grants as read with the item; zero
+// means no limit.
+func (a Approval) MaxGrant() time.Duration {
+	if a.ToolMaxGrant == nil {
+		return 0
+	}
+	return time.Duration(*a.ToolMaxGrant) * time.Second
 }
 
 // Code is the reason code of a settled, not-approved item: the one stored
@@ -70,11 +82,11 @@ func (a Approval) Message() string {
 	return approval.Message(code, approval.MessageInput{Tool: a.ToolDisplay, UserReason: a.RejectReason})
 }
 
-const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, a.conversation_id, a.turn_id, a.call_id,
+const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, a.conversation_id, a.conversation_title, a.turn_id, a.call_id,
 	a.tool_id, a.connector, a.tool, a.arguments_digest, a.arguments_size, a.preview, a.agent_reason,
-	a.available_decisions, a.policy_version, a.status, a.scope, a.reviewer_id, a.reject_reason, a.created_at,
+	a.available_decisions, a.policy_version, a.status, a.scope, a.reviewer_id, a.reject_reason, a.reviewer_note, a.created_at,
 	a.expires_at, a.decided_at, a.consumed_at, a.end_code, t.display_name AS tool_display, c.display_name AS connector_display,
-	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint,
+	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector`
 
@@ -127,11 +139,13 @@ func (d *DB) ApprovalForOwner(ctx context.Context, id, subject string) (Approval
 	return a, translate("get approval", err)
 }
 
-// PendingFor lists an owner's pending items, newest first.
+// PendingFor lists an owner's pending items, the one that expires first
+// on top: the list is read in the order the answers are due, and a new item
+// (which expires last) never pushes down the ones being read.
 func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
 		WHERE a.owner_subject = $1 AND a.status = 'pending' AND a.expires_at > now()
-		ORDER BY a.created_at DESC, a.id LIMIT 200`, subject))
+		ORDER BY a.expires_at, a.created_at, a.id LIMIT 200`, subject))
 	return list, translate("list pending", err)
 }
 
@@ -155,6 +169,24 @@ func auditForApproval(a Approval, actor approval.Actor, action string, detail ma
 // each other one gets a conflict that says what became of the item, and the
 // item as it is now (see lostDecision).
 func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.Decision, reason string) (Approval, error) {
+	return d.Answer(ctx, id, reviewer, Answer{Decision: dec, Reason: reason})
+}
+
+// Answer is what a reviewer posted: the decision, the text typed in the
+// reason field, and for a standing decision how long it lasts (seconds as
+// sent; "" for the longest the tool allows).
+type Answer struct {
+	Decision approval.Decision
+	Reason   string
+	Duration string
+}
+
+// Answer records a reviewer's answer as Decide does. A reason typed with an
+// approval is kept as the reviewer's note (never passed to the model); a
+// standing grant ends after the duration asked for, which may not exceed
+// the tool's cap.
+func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (Approval, error) {
+	dec, reason := ans.Decision, ans.Reason
 	var out Approval
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		a, err := getApproval(ctx, tx, id, false)
@@ -167,6 +199,12 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 		if !approval.Offered(dec, a.AvailableDecisions) {
 			return approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
 		}
+		var length time.Duration
+		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
+			if length, err = grantLength(ctx, tx, a.ToolID, ans.Duration); err != nil {
+				return err
+			}
+		}
 		status, scope := approval.StatusApproved, string(dec.Scope())
 		if dec == approval.Reject {
 			status = approval.StatusRejected
@@ -176,9 +214,9 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 			scopeArg = &scope
 		}
 		tag, err := tx.Exec(ctx, `
-			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, decided_at = now()
+			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, reviewer_note = $6, decided_at = now()
 			WHERE id = $1 AND status = 'pending' AND expires_at > now()`,
-			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason))
+			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason), reviewerNote(dec, reason))
 		if err != nil {
 			return err
 		}
@@ -192,8 +230,9 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 				conv = &a.ConversationID
 			}
 			// The grant carries the policy version the person saw when asked.
-			if _, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id)
-				VALUES ($1, $2, $3, $4, $5)`, a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id, expires_at)
+				VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN now() + make_interval(secs => $6::bigint) END)`,
+				a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID, int64(length/time.Second)); err != nil {
 				return err
 			}
 		}
@@ -203,6 +242,12 @@ func (d *DB) Decide(ctx context.Context, id string, reviewer User, dec approval.
 		detail := map[string]any{}
 		if dec == approval.Reject {
 			detail["reason_given"] = out.RejectReason != ""
+		}
+		if out.ReviewerNote != "" {
+			detail["note_given"] = true
+		}
+		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
+			detail["duration"] = approval.DurationWords(length)
 		}
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
 			return err
@@ -271,6 +316,15 @@ func rejectReason(dec approval.Decision, reason string) string {
 		r = r[:MaxRejectReason]
 	}
 	return string(r)
+}
+
+// reviewerNote keeps what was typed in the reason field with an approval,
+// as the reviewer's own note: a reason is never silently dropped.
+func reviewerNote(dec approval.Decision, reason string) string {
+	if dec == approval.Reject {
+		return ""
+	}
+	return rejectReason(approval.Reject, reason)
 }
 
 func decisionAction(d approval.Decision) string {

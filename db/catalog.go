@@ -40,6 +40,7 @@ type Tool struct {
 	StandingApproval bool       `db:"standing_approval"`
 	Condition        string     `db:"condition"`
 	PolicyVersion    int        `db:"policy_version"`
+	MaxGrantSeconds  *int64     `db:"max_grant_seconds"` // nil: no limit
 	RetiredAt        *time.Time `db:"retired_at"`
 	ConnectorDisplay string     `db:"connector_display"`
 	ConnectorKind    string     `db:"connector_kind"`
@@ -55,12 +56,21 @@ func (t Tool) Annotations() approval.Annotations {
 // Policy is the tool's policy.
 func (t Tool) Policy() approval.Policy {
 	return approval.Policy{Mode: approval.Mode(t.Mode), StandingApproval: t.StandingApproval,
-		Condition: t.Condition, Version: t.PolicyVersion}
+		Condition: t.Condition, Version: t.PolicyVersion, MaxGrant: t.MaxGrant()}
+}
+
+// MaxGrant is the longest a standing grant of the tool may last; zero means
+// no limit.
+func (t Tool) MaxGrant() time.Duration {
+	if t.MaxGrantSeconds == nil {
+		return 0
+	}
+	return time.Duration(*t.MaxGrantSeconds) * time.Second
 }
 
 const toolSelect = `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 	t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
-	t.policy_version, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
+	t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
 	c.deleted_at IS NOT NULL AS connector_deleted
 	FROM tools t JOIN connectors c ON c.name = t.connector`
 

@@ -16,12 +16,15 @@ type CheckRequest struct {
 	CallID         string
 	User           string // OIDC subject of the conversation's owner
 	ConversationID string
-	TurnID         string
-	Connector      string
-	Tool           string
-	Arguments      string
-	Reason         string
-	PlaybookRunID  string
+	// ConversationTitle is the runtime's label for the conversation, if it
+	// sends one; shown to the reviewer in place of the id.
+	ConversationTitle string
+	TurnID            string
+	Connector         string
+	Tool              string
+	Arguments         string
+	Reason            string
+	PlaybookRunID     string
 	// AttachToPending lets a call that would ask a person join the item an
 	// earlier identical call opened (see findAttachable).
 	AttachToPending bool
@@ -233,7 +236,7 @@ func validGrants(ctx context.Context, tx pgx.Tx, req CheckRequest, tool Tool) (g
 	rows, err := tx.Query(ctx, `
 		SELECT id, conversation_id IS NOT NULL FROM standing_grants
 		WHERE user_subject = $1 AND tool_id = $2 AND revoked_at IS NULL AND policy_version = $3
-		  AND (conversation_id IS NULL OR conversation_id = $4)
+		  AND (conversation_id IS NULL OR conversation_id = $4) AND (expires_at IS NULL OR expires_at > now())
 		ORDER BY id DESC`, req.User, tool.ID, tool.PolicyVersion, req.ConversationID)
 	if err != nil {
 		return g, err
@@ -260,22 +263,27 @@ func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 	for i, d := range decisions {
 		avail[i] = string(d)
 	}
-	// One round trip: the insert, and the item read back as every reader
-	// sees it.
+	// One round trip for the insert and the item read back as every reader
+	// sees it; the full text, kept only while the item waits, is another.
 	list, err := collectApprovals(tx.Query(ctx, `
 		WITH ins AS (
 			INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
-				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval)
+				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
+				conversation_title)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval, $16)
 			RETURNING *)
 		`+strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
 		req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
-		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout))
+		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout,
+		req.ConversationTitle))
 	if err != nil {
 		return Approval{}, err
 	}
 	if len(list) != 1 {
 		return Approval{}, fmt.Errorf("db: create pending: %d rows", len(list))
+	}
+	if err := keepArguments(ctx, tx, list[0].ID, args.Raw); err != nil {
+		return Approval{}, err
 	}
 	return list[0], nil
 }

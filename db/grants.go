@@ -12,6 +12,7 @@ import (
 const (
 	LapsedPolicyChanged = "Permission settings changed"
 	LapsedNotOffered    = "No longer offered"
+	LapsedEnded         = "Its time ran out"
 )
 
 // StandingGrant is one of a user's "Always allow" or conversation grants.
@@ -33,11 +34,18 @@ type StandingGrant struct {
 	ToolVersion      int        `db:"tool_version"`
 	ToolStanding     bool       `db:"tool_standing"`
 	ApprovalTurn     *string    `db:"approval_turn"`
+	ExpiresAt        *time.Time `db:"expires_at"` // nil: until revoked or the policy changes
+	Ended            bool       `db:"ended"`      // its end has passed (by the database's clock)
+	// ConversationTitle is the runtime's label for the conversation the
+	// grant came from, if it sent one.
+	ConversationTitle string `db:"conversation_title"`
 }
 
 // Lapsed says why the grant no longer applies, or "" while it is active.
 func (g StandingGrant) Lapsed() string {
 	switch {
+	case g.Ended:
+		return LapsedEnded
 	case g.PolicyVersion != g.ToolVersion:
 		return LapsedPolicyChanged
 	case !g.ToolStanding:
@@ -52,7 +60,8 @@ func (g StandingGrant) Always() bool { return g.ConversationID == nil }
 const grantSelect = `SELECT g.id, g.user_subject, g.tool_id, g.conversation_id, g.policy_version, g.approval_id::text AS approval_id,
 	g.created_at, g.last_used_at, t.connector, t.name AS tool, t.display_name AS tool_display,
 	c.display_name AS connector_display, c.kind AS connector_kind, c.deleted_at IS NOT NULL AS connector_deleted,
-	t.policy_version AS tool_version, t.standing_approval AS tool_standing, a.turn_id AS approval_turn
+	t.policy_version AS tool_version, t.standing_approval AS tool_standing, a.turn_id AS approval_turn,
+	g.expires_at, COALESCE(g.expires_at <= now(), false) AS ended, COALESCE(a.conversation_title, '') AS conversation_title
 	FROM standing_grants g JOIN tools t ON t.id = g.tool_id JOIN connectors c ON c.name = t.connector
 	LEFT JOIN approvals a ON a.id = g.approval_id`
 
@@ -123,7 +132,77 @@ func (d *DB) RevokeConnectorGrants(ctx context.Context, user User, connector str
 	return d.revokeGrants(ctx, user, "revoked with the connector", `t.connector = $2`, connector)
 }
 
+// lapsedWhere matches grants that no longer apply: given under another
+// policy version, for a tool that no longer offers standing approval, or
+// past their end.
+const lapsedWhere = `(g.policy_version <> t.policy_version OR NOT t.standing_approval OR g.expires_at <= now())`
+
 // ClearLapsedGrants removes the user's grants that no longer apply.
 func (d *DB) ClearLapsedGrants(ctx context.Context, user User) (int, error) {
-	return d.revokeGrants(ctx, user, "cleared (lapsed)", `(g.policy_version <> t.policy_version OR NOT t.standing_approval)`)
+	return d.revokeGrants(ctx, user, "cleared (lapsed)", lapsedWhere)
+}
+
+// ClearLapsedGrant removes one of the user's grants that no longer applies;
+// an active grant, or another user's, is not found (an active grant is
+// revoked, not cleared).
+func (d *DB) ClearLapsedGrant(ctx context.Context, user User, id int64) error {
+	n, err := d.revokeGrants(ctx, user, "cleared (lapsed)", `g.id = $2 AND `+lapsedWhere, id)
+	if err == nil && n == 0 {
+		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such lapsed grant.")
+	}
+	return err
+}
+
+// grantLength resolves the length of a standing grant asked for against
+// the tool's cap, read in the deciding transaction.
+func grantLength(ctx context.Context, tx pgx.Tx, toolID int64, requested string) (time.Duration, error) {
+	var secs *int64
+	if err := tx.QueryRow(ctx, `SELECT max_grant_seconds FROM tools WHERE id = $1`, toolID).Scan(&secs); err != nil {
+		return 0, err
+	}
+	var limit time.Duration
+	if secs != nil {
+		limit = time.Duration(*secs) * time.Second
+	}
+	return approval.GrantLength(requested, limit)
+}
+
+// ExpireGrants records the end of standing grants whose time is up: each
+// is marked ended and audited "grant expired", once, in one transaction,
+// at most limit at a time. A grant stops applying at its end whether or
+// not this has run yet (validGrants compares the end with now()).
+func (d *DB) ExpireGrants(ctx context.Context, limit int) (int, error) {
+	n := 0
+	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, grantSelect+` WHERE g.id IN (SELECT id FROM standing_grants
+			WHERE expires_at <= now() AND ended_at IS NULL AND revoked_at IS NULL
+			ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`, limit)
+		if err != nil {
+			return err
+		}
+		list, err := pgx.CollectRows(rows, pgx.RowToStructByName[StandingGrant])
+		if err != nil {
+			return err
+		}
+		for _, g := range list {
+			tag, err := tx.Exec(ctx, `UPDATE standing_grants SET ended_at = now() WHERE id = $1 AND ended_at IS NULL`, g.ID)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				continue
+			}
+			ev := approval.AuditEvent{Actor: approval.SystemActor, Action: approval.ActionGrantExpired, Connector: g.Connector, Tool: g.Tool,
+				Detail: map[string]any{"grant_id": g.ID, "kind": grantKind(g)}}
+			if g.ConversationID != nil {
+				ev.ConversationID = *g.ConversationID
+			}
+			if err := RecordAudit(ctx, tx, ev); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, translate("expire grants", err)
 }

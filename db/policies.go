@@ -18,7 +18,7 @@ type PolicyRow struct {
 func (d *DB) ListPolicies(ctx context.Context) ([]PolicyRow, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 		t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
-		t.policy_version, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
+		t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
 		c.deleted_at IS NOT NULL AS connector_deleted, t.annotations_changed_at
 		FROM tools t JOIN connectors c ON c.name = t.connector
 		WHERE t.retired_at IS NULL
@@ -80,7 +80,8 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 	err := d.Pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE g.conversation_id IS NULL), count(*) FILTER (WHERE g.conversation_id IS NOT NULL)
 		FROM standing_grants g JOIN tools t ON t.id = g.tool_id
-		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval`,
+		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval
+		  AND (g.expires_at IS NULL OR g.expires_at > now())`,
 		toolID).Scan(&i.AlwaysGrants, &i.ConversationGrants)
 	if err != nil {
 		return i, translate("policy impact", err)
@@ -118,8 +119,8 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 				"Someone changed this tool's policy while you were editing it. Review the current settings and save again.")
 		}
 		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
-			policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
-			toolID, string(p.Mode), p.StandingApproval, p.Condition); err != nil {
+			max_grant_seconds = $5, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
+			toolID, string(p.Mode), p.StandingApproval, p.Condition, maxGrantSeconds(p.MaxGrant)); err != nil {
 			return err
 		}
 		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
@@ -156,7 +157,20 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 }
 
 func policyDetail(t Tool) map[string]any {
-	return map[string]any{"mode": t.Mode, "standing_approval": t.StandingApproval, "condition": t.Condition, "version": t.PolicyVersion}
+	d := map[string]any{"mode": t.Mode, "standing_approval": t.StandingApproval, "condition": t.Condition, "version": t.PolicyVersion}
+	if t.MaxGrantSeconds != nil {
+		d["max_grant_seconds"] = *t.MaxGrantSeconds
+	}
+	return d
+}
+
+// maxGrantSeconds stores a cap: NULL for no limit.
+func maxGrantSeconds(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	s := int64(d / time.Second)
+	return &s
 }
 
 // SetToolPolicy changes the policy of the tool named connector/name.

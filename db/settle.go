@@ -114,7 +114,12 @@ func (d *DB) ExpireDue(ctx context.Context, limit int) (int, error) {
 		n = len(list)
 		return err
 	})
-	return n, translate("expire due", err)
+	if err != nil {
+		return n, translate("expire due", err)
+	}
+	// The same sweep records standing grants that reached their end.
+	_, err = d.ExpireGrants(ctx, limit)
+	return n, err
 }
 
 // ExpireIfDue expires one item whose wait cap has passed (a waiter does

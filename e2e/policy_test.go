@@ -86,19 +86,27 @@ func TestPolicyAndAutoApprove(t *testing.T) {
 	if err := chromedp.Do(member, chromedp.Navigate(e.BaseURL+"/auto-approve"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="lapsed"]`))); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text(t, member, `[data-testid="lapsed"]`), "Permission settings changed") {
+	if !strings.Contains(text(t, member, `[data-testid="lapsed-why"]`), "Permission settings changed") {
 		t.Fatal("lapse reason")
 	}
 	if out, err := rt.Gate(context.Background(), call("list_events", "c1")); err != nil || !out.Allowed {
 		t.Fatal(out, err)
 	}
-	// Mail's delete_message still offers standing approval.
+	// Mail's send_email still offers standing approval (confirmed a second
+	// time: it sends data out).
 	del := call("create_event", "c5")
-	del.Connector, del.Tool = "mail", "delete_message"
+	del.Connector, del.Tool = "mail", "send_email"
 	if err := chromedp.Do(member, chromedp.Navigate(e.BaseURL+"/")); err != nil {
 		t.Fatal(err)
 	}
-	approveVia(del, "always")
+	res = gate(rt, del)
+	if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(cardFor(t, member, e, del.CallID)+` button[value="always"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm-standing"]`)), chromedp.Click(chromedp.CSS(`[data-testid="confirm-standing"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, res); !r.Out.Allowed {
+		t.Fatal(r)
+	}
 	del2 := del
 	del2.CallID += "-2"
 	if out, _ := rt.Gate(context.Background(), del2); out.Via != "always_allow" {

@@ -13,12 +13,15 @@ type checkBody struct {
 	CallID         string `json:"call_id"`
 	User           string `json:"user"`
 	ConversationID string `json:"conversation_id"`
-	TurnID         string `json:"turn_id"`
-	Connector      string `json:"connector"`
-	Tool           string `json:"tool"`
-	Arguments      string `json:"arguments"`
-	Reason         string `json:"reason"`
-	PlaybookRunID  string `json:"playbook_run_id"`
+	// ConversationTitle is the runtime's label for the conversation
+	// (optional), shown to the reviewer in place of the id.
+	ConversationTitle string `json:"conversation_title"`
+	TurnID            string `json:"turn_id"`
+	Connector         string `json:"connector"`
+	Tool              string `json:"tool"`
+	Arguments         string `json:"arguments"`
+	Reason            string `json:"reason"`
+	PlaybookRunID     string `json:"playbook_run_id"`
 	// AttachToPending: when the call would ask a person, join the item an
 	// earlier identical call opened instead (see db.findAttachable for why
 	// it is opt-in).
@@ -60,7 +63,7 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 		b.PlaybookRunID = approval.NormalizeRunID(b.PlaybookRunID)
 	}
 	res, err := h.DB.Check(c.Request().Context(), *CurrentAPIKey(c), db.CheckRequest{
-		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, TurnID: b.TurnID,
+		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, ConversationTitle: b.ConversationTitle, TurnID: b.TurnID,
 		Connector: b.Connector, Tool: b.Tool, Arguments: b.Arguments, Reason: b.Reason, PlaybookRunID: b.PlaybookRunID,
 		AttachToPending: b.AttachToPending,
 	}, db.CheckOptions{Timeout: h.Settings.ApprovalTimeout, DeniedThreshold: h.Settings.DeniedBlockThreshold, Condition: h.Condition})
@@ -88,6 +91,7 @@ func checkCallFields(b checkBody) error {
 		approval.Field{Name: "call_id", Value: b.CallID, Rule: approval.RuleID, Required: true},
 		approval.Field{Name: "user", Value: b.User, Rule: approval.RuleID, Required: true},
 		approval.Field{Name: "conversation_id", Value: b.ConversationID, Rule: approval.RuleID, Required: true},
+		approval.Field{Name: "conversation_title", Value: b.ConversationTitle, Rule: approval.RuleDisplayName},
 		approval.Field{Name: "turn_id", Value: b.TurnID, Rule: approval.RuleID, Required: true},
 		approval.Field{Name: "connector", Value: b.Connector, Rule: approval.RuleName, Required: true},
 		approval.Field{Name: "tool", Value: b.Tool, Rule: approval.RuleName, Required: true},

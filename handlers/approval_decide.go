@@ -11,16 +11,17 @@ import (
 )
 
 // ApprovalDecide records the signed-in reviewer's answer. Only the POST
-// body's fields decision and reason are read (plus the CSRF token, checked
-// by middleware), never the URL's query: the reviewer comes from the
+// body's fields decision, reason and duration are read (plus the CSRF
+// token, checked by middleware), never the URL's query: the reviewer comes from the
 // session, and the call itself — tool, arguments, state — is what the
 // server stored, never what the browser sends.
 func (h *Handler) ApprovalDecide(c echo.Context) error {
 	u := CurrentUser(c)
 	id := c.Param("id")
 	req := c.Request()
-	dec := approval.Decision(req.PostFormValue("decision"))
-	a, err := h.DB.Decide(req.Context(), id, *u, dec, req.PostFormValue("reason"))
+	ans := db.Answer{Decision: approval.Decision(req.PostFormValue("decision")), Reason: req.PostFormValue("reason"),
+		Duration: req.PostFormValue("duration")}
+	a, err := h.DB.Answer(req.Context(), id, *u, ans)
 	if err != nil {
 		if approval.KindOf(err) == approval.KindNotFound {
 			// 404, not 403: don't confirm that someone else's item exists.
@@ -67,5 +68,17 @@ func (h *Handler) lateDecision(c echo.Context, a db.Approval, e *approval.Error)
 	if isHTMX(c) {
 		return Render(c, http.StatusConflict, views.LateDecision(row, e.Code, e.Message))
 	}
-	return Render(c, http.StatusConflict, views.ErrorPage(h.Page(c, heading, ""), http.StatusConflict, heading, e.Message))
+	// Without script the page says which call, as the card does.
+	which := "Your answer to “" + views.Marked(a.ToolDisplay) + "” (conversation " + views.Marked(conversationLabel(a)) +
+		", asked " + views.Absolute(a.CreatedAt) + ") was not recorded. "
+	return Render(c, http.StatusConflict, views.ErrorPage(h.Page(c, heading, ""), http.StatusConflict, heading, which+e.Message))
+}
+
+// conversationLabel is the runtime's label for the item's conversation, or
+// its id.
+func conversationLabel(a db.Approval) string {
+	if a.ConversationTitle != "" {
+		return a.ConversationTitle
+	}
+	return a.ConversationID
 }

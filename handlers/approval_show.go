@@ -26,7 +26,7 @@ func (h *Handler) ApprovalShow(c echo.Context) error {
 		return err
 	}
 	v := views.ApprovalPageView{Page: h.Page(c, "Request", "inbox"), ID: a.ID, Card: h.card(c, a),
-		Status: a.Status, DecidedAt: a.DecidedAt, ConsumedAt: a.ConsumedAt, Reason: a.RejectReason}
+		Status: a.Status, DecidedAt: a.DecidedAt, ConsumedAt: a.ConsumedAt, Reason: a.RejectReason, Note: a.ReviewerNote}
 	// A pending item past its expiry is expired, swept or not: it can no
 	// longer be decided.
 	v.Pending = a.Status == approval.StatusPending && a.ExpiresIn > 0

@@ -38,8 +38,9 @@ func TestAuditScenario(t *testing.T) {
 	}
 	decide(l.Member, l.pending(t, conv("c2", l.call("calendar", "create_event", args(2)))), "approve_conversation") // requested, approved for conversation
 	l.check(t, conv("c2", l.call("calendar", "create_event", args(3))))                                             // auto-approved by conversation grant
-	decide(l.Member, l.pending(t, conv("c3", l.call("mail", "delete_message", args(4)))), "always")                 // requested, always allowed
-	l.check(t, conv("c4", l.call("mail", "delete_message", args(5))))                                               // auto-approved by Always allow
+	l.offerStanding(t, "mail", "delete_message")
+	decide(l.Member, l.pending(t, conv("c3", l.call("mail", "delete_message", args(4)))), "always") // requested, always allowed
+	l.check(t, conv("c4", l.call("mail", "delete_message", args(5))))                               // auto-approved by Always allow
 	rej := l.call("files", "delete_file", args(6))
 	for i := 0; i < 2; i++ {
 		decide(l.Member, l.pending(t, rej), "reject", "reason", marker+" not this file") // requested, rejected ×2
@@ -47,7 +48,8 @@ func TestAuditScenario(t *testing.T) {
 	l.check(t, rej)                                              // blocked after repeated rejections
 	exp := l.pending(t, l.call("files", "upload_file", args(7))) // requested
 	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, exp)
-	if _, err := l.DB.ExpireDue(ctx, 10); err != nil { // expired
+	_, _ = l.DB.Pool.Exec(ctx, `UPDATE standing_grants SET expires_at = now() WHERE conversation_id = 'c2'`)
+	if _, err := l.DB.ExpireDue(ctx, 10); err != nil { // expired, grant expired
 		t.Fatal(err)
 	}
 	can := l.call("web", "open_page", args(8))
@@ -99,7 +101,7 @@ func TestAuditScenario(t *testing.T) {
 		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 7, "approved": 1, "claimed": 1,
 		"approved for conversation": 1, "auto-approved by conversation grant": 1, "always allowed": 1,
 		"auto-approved by Always allow": 1, "rejected": 2, "blocked after repeated rejections": 1, "expired": 1,
-		"cancelled": 1, "grant revoked": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
+		"cancelled": 1, "grant revoked": 1, "grant expired": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,

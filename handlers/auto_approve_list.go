@@ -31,7 +31,11 @@ func (h *Handler) AutoApproveList(c echo.Context) error {
 			if !ok {
 				i = len(v.Conversations)
 				convs[row.Conversation] = i
-				v.Conversations = append(v.Conversations, views.GrantGroup{Title: "Conversation " + row.Conversation})
+				title := row.Conversation
+				if g.ConversationTitle != "" {
+					title = g.ConversationTitle
+				}
+				v.Conversations = append(v.Conversations, views.GrantGroup{Title: "Conversation " + title})
 			}
 			row.Tool += " · " + connectorLabel(g.ConnectorKind, g.ConnectorDisplay)
 			v.Conversations[i].Grants = append(v.Conversations[i].Grants, row)
@@ -55,7 +59,8 @@ func (h *Handler) AutoApproveList(c echo.Context) error {
 }
 
 func grantRow(g db.StandingGrant) views.GrantRow {
-	r := views.GrantRow{ID: g.ID, Tool: g.ToolDisplay, GrantedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt, Lapsed: g.Lapsed()}
+	r := views.GrantRow{ID: g.ID, Tool: g.ToolDisplay, Always: g.Always(), GrantedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt,
+		EndsAt: g.ExpiresAt, Lapsed: g.Lapsed()}
 	if g.ApprovalTurn != nil {
 		r.FromTurn = *g.ApprovalTurn
 	}

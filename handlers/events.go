@@ -136,9 +136,8 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool, mode stream
 	now := make(map[string]bool, len(pending))
 	w := c.Response()
 	changed := len(pending) != len(known)
-	// Oldest first, so that prepending leaves the newest on top.
-	for i := len(pending) - 1; i >= 0; i-- {
-		a := pending[i]
+	// In the list's order (by expiry), so that the page appends them in it.
+	for _, a := range pending {
 		now[a.ID] = true
 		if known[a.ID] {
 			continue

@@ -21,6 +21,20 @@ func (h *Handler) GrantRevoke(c echo.Context) error {
 	return redirect(c, "/auto-approve")
 }
 
+// GrantClear removes one of the user's lapsed grants from the list (an
+// ended one included); it applied to nothing any more.
+func (h *Handler) GrantClear(c echo.Context) error {
+	id, err := strconv.ParseInt(c.Param("grant"), 10, 64)
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	if err := h.DB.ClearLapsedGrant(c.Request().Context(), *CurrentUser(c), id); err != nil {
+		return err
+	}
+	h.flash(c, "Cleared.", false)
+	return redirect(c, "/auto-approve")
+}
+
 // GrantRevokeConnector revokes all of the user's grants for a connector.
 func (h *Handler) GrantRevokeConnector(c echo.Context) error {
 	n, err := h.DB.RevokeConnectorGrants(c.Request().Context(), *CurrentUser(c), c.Param("connector"))

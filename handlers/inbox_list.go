@@ -16,8 +16,8 @@ import (
 // RecentLimit is how many recent decisions the inbox lists.
 const RecentLimit = 50
 
-// InboxList shows the signed-in user's pending calls, newest first, and
-// their recent decisions.
+// InboxList shows the signed-in user's pending calls, the one that expires
+// first on top, and their recent decisions.
 func (h *Handler) InboxList(c echo.Context) error {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
@@ -54,19 +54,23 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 	}
 	card := views.ApprovalCard{
 		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
-		ConversationID: a.ConversationID, TurnID: a.TurnID, AgentReason: a.AgentReason, Preview: a.Preview,
+		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
+		AgentReason: a.AgentReason, Preview: a.Preview,
 		Decisions: decisions, Destructive: ann.Destructive(), SendsOut: ann.OpenWorld() && !ann.ReadOnly(),
+		MaxGrant: a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
 	}
 	if card.SendsOut {
 		card.Destination = views.DestinationOf(a.Preview)
+		card.Recipients = views.Recipients(a.Preview)
 	}
 	return card
 }
 
 func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 	r := views.DecidedRow{ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
-		ConversationID: a.ConversationID, TurnID: a.TurnID, Status: a.Status, Reason: a.RejectReason, Now: h.Now()}
+		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID, Status: a.Status,
+		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now()}
 	if a.Scope != nil {
 		r.Scope = *a.Scope
 	}

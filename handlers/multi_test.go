@@ -191,7 +191,7 @@ func TestEventStream(t *testing.T) {
 	l.pending(t, other)
 	decide(l.Member, id, "approve")
 	ev = next()
-	if ev[0] != "gone" || !strings.Contains(ev[1], "delete:#approval-"+id) {
+	if ev[0] != "gone" || !strings.Contains(ev[1], "outerHTML:#approval-"+id) {
 		t.Fatal("gone event", ev)
 	}
 	if ev = next(); ev[0] != "recent" || !strings.Contains(ev[1], "Approved") {

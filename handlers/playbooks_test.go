@@ -122,6 +122,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 			t.Fatal("allowed tool:", out)
 		}
 		// Not laid out, even with an Always allow grant: refused, no prompt.
+		l.offerStanding(t, "files", "delete_file")
 		if status, _ := decide(l.Member, l.pending(t, l.call("files", "delete_file", `{"p":1}`)), "always"); status != http.StatusSeeOther {
 			t.Fatal("always allow:", status)
 		}

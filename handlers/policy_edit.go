@@ -18,6 +18,7 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 	}
 	f := h.policyForm(c, t)
 	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
+	f.MaxGrant = t.MaxGrant()
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
 	if err != nil {
 		return err

@@ -226,6 +226,7 @@ func TestAutoApproveTab(t *testing.T) {
 		call["conversation_id"] = conv
 		return call
 	}
+	l.offerStanding(t, "mail", "delete_message")
 	mustDecide(t, l.Member, l.pending(t, c("create_event", "c1", `{"a":1}`)), "always")
 	mustDecide(t, l.Member, l.pending(t, c("delete_message", "c1", `{"a":2}`)), "approve_conversation")
 	resp, body := l.Member.Get("/auto-approve")
@@ -269,7 +270,7 @@ func TestAutoApproveTab(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, body := l.Member.Get("/auto-approve")
-		if !strings.Contains(body, "Lapsed: Permission settings changed") {
+		if !strings.Contains(body, `data-testid="lapsed">Lapsed</span>`) || !strings.Contains(body, "Permission settings changed") {
 			t.Fatal("lapse reason not shown")
 		}
 		if resp, _ := l.Member.PostForm("/auto-approve/clear-lapsed", url.Values{}); resp.StatusCode != http.StatusSeeOther {

@@ -30,6 +30,15 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 	f.Sample = c.Request().PostFormValue("sample")
 	f.Version, _ = strconv.Atoi(c.Request().PostFormValue("version"))
 	action := c.Request().PostFormValue("action")
+	maxGrant, ok := grantCapParam(c.Request().PostFormValue("max_grant"))
+	if _, sent := c.Request().PostForm["max_grant"]; !sent {
+		maxGrant = t.MaxGrant() // a form without the field keeps the cap
+	}
+	f.MaxGrant = maxGrant
+	if !ok {
+		f.Error = "Choose the longest standing grant from the list."
+		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
+	}
 	if !f.Mode.Valid() {
 		f.Error = "Choose a mode: allow, require approval or block."
 		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
@@ -40,12 +49,12 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 			return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
 		}
 	}
-	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition}
+	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition, MaxGrant: f.MaxGrant}
 	if action == "test" {
 		f.TestResult, f.TestTone = testPolicy(p, f.Sample)
 		return Render(c, http.StatusOK, views.PolicyEdit(f))
 	}
-	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition {
+	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition && p.MaxGrant == t.MaxGrant() {
 		h.flash(c, "No changes to "+t.DisplayName+".", false)
 		return redirect(c, "/admin/policies")
 	}

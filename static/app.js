@@ -143,6 +143,224 @@
     own.onerror = function () { setLive(false); };
     attach(own);
   }
+
+  // ---- Inbox: a still list, live times, asking twice, full values ----
+
+  // New calls are held below the list while others are waiting, so that
+  // the card being read never moves; the bar says how many and shows them.
+  var pendingList = document.getElementById('pending-list');
+  var held = document.getElementById('pending-new');
+  var newBar = document.querySelector('[data-new-bar]');
+  function cardsIn(list) { return list ? list.querySelectorAll(':scope > li[data-approval-id]') : []; }
+  function insertByExpiry(li) {
+    var at = li.getAttribute('data-expires') || '';
+    var cards = cardsIn(pendingList);
+    for (var i = 0; i < cards.length; i++) {
+      if ((cards[i].getAttribute('data-expires') || '') > at) { pendingList.insertBefore(li, cards[i]); return; }
+    }
+    pendingList.appendChild(li);
+  }
+  function showHeld(focusFirst) {
+    var first = null;
+    Array.prototype.slice.call(cardsIn(held)).forEach(function (li) { insertByExpiry(li); first = first || li; });
+    updateHeld();
+    var link = first && first.querySelector('.card-link');
+    if (focusFirst && link) { link.focus(); }
+  }
+  function updateHeld() {
+    if (!held || !pendingList) { return; }
+    held.querySelectorAll(':scope > li:not([data-approval-id])').forEach(function (li) { li.remove(); });
+    var n = cardsIn(held).length;
+    if (n > 0 && cardsIn(pendingList).length === 0) { showHeld(false); return; }
+    if (newBar) {
+      newBar.hidden = n === 0;
+      newBar.querySelector('[data-show-new]').textContent = n + ' new — show';
+    }
+  }
+  if (held && pendingList && 'MutationObserver' in window) {
+    new MutationObserver(updateHeld).observe(held, { childList: true });
+    document.querySelector('[data-show-new]').addEventListener('click', function () { showHeld(true); });
+  }
+
+  // Decided cards (here or elsewhere) fold away after a few seconds; the
+  // answer stays in the recent decisions.
+  function focusAfterLeaving(li) {
+    var next = li.nextElementSibling || li.previousElementSibling;
+    var link = next && next.querySelector('.card-link, button');
+    if (link) { link.focus(); return; }
+    var heading = document.getElementById('recent-heading');
+    if (heading) { heading.setAttribute('tabindex', '-1'); heading.focus(); }
+  }
+  function leave(li) {
+    if (li.getAttribute('data-leaving')) { return; }
+    li.setAttribute('data-leaving', '1');
+    window.setTimeout(function () {
+      li.classList.add('leaving');
+      window.setTimeout(function () {
+        if (li.contains(document.activeElement)) { focusAfterLeaving(li); }
+        li.remove();
+      }, 400);
+    }, 5000);
+  }
+  if (pendingList && 'MutationObserver' in window) {
+    new MutationObserver(function () {
+      pendingList.querySelectorAll(':scope > li[data-leave]').forEach(leave);
+    }).observe(pendingList, { childList: true });
+  }
+  document.addEventListener('click', function (e) {
+    var b = e.target.closest && e.target.closest('[data-dismiss]');
+    if (!b) { return; }
+    var li = b.closest('li');
+    focusAfterLeaving(li);
+    li.remove();
+  });
+
+  // Times say how long ago or how soon, kept current; the exact local time
+  // and the value as sent are on hover. A call within a minute of its
+  // expiry is marked in words, not by colour alone.
+  function relative(t, now) {
+    var s = Math.round((t - now) / 1000);
+    if (s > 0) {
+      if (s < 60) { return 'in ' + s + ' s'; }
+      if (s < 3600) { var m = Math.round(s / 60); return 'in ' + m + (m === 1 ? ' minute' : ' minutes'); }
+      return 'at ' + new Date(t).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    }
+    s = -s;
+    if (s < 45) { return 'just now'; }
+    if (s < 3600) { var mm = Math.max(1, Math.round(s / 60)); return mm + (mm === 1 ? ' minute ago' : ' minutes ago'); }
+    if (s < 86400) { var h = Math.floor(s / 3600); return h + (h === 1 ? ' hour ago' : ' hours ago'); }
+    return new Date(t).toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  }
+  function tickTimes() {
+    var now = Date.now();
+    document.querySelectorAll('time[data-rel]').forEach(function (el) {
+      var t = Date.parse(el.getAttribute('datetime'));
+      if (isNaN(t)) { return; }
+      var text = relative(t, now);
+      if (el.textContent !== text) { el.textContent = text; }
+      if (!el.getAttribute('data-titled')) {
+        el.setAttribute('data-titled', '1');
+        el.title = new Date(t).toLocaleString() + ' (' + el.getAttribute('datetime') + ')';
+      }
+    });
+    document.querySelectorAll('time[data-local]:not([data-done])').forEach(function (el) {
+      var t = Date.parse(el.getAttribute('datetime'));
+      if (isNaN(t)) { return; }
+      el.setAttribute('data-done', '1');
+      el.textContent = new Date(t).toLocaleString();
+    });
+    document.querySelectorAll('li[data-expires]').forEach(function (li) {
+      var left = Date.parse(li.getAttribute('data-expires')) - now;
+      var soon = left < 60000;
+      li.classList.toggle('expiring', soon);
+      var mark = li.querySelector('[data-soon]');
+      if (mark) { mark.hidden = !soon; }
+    });
+  }
+  tickTimes();
+  window.setInterval(tickTimes, 1000);
+  document.addEventListener('htmx:afterSettle', tickTimes);
+
+  // A question in a modal dialog: focus starts on Cancel and stays inside,
+  // Escape cancels, and focus returns to where it was.
+  var dialog = null;
+  function ask(opts) {
+    if (!dialog) {
+      dialog = document.createElement('dialog');
+      dialog.className = 'modal confirm';
+      dialog.setAttribute('aria-labelledby', 'confirm-title');
+      dialog.setAttribute('aria-describedby', 'confirm-body');
+      dialog.setAttribute('data-testid', 'confirm-dialog');
+      dialog.innerHTML = '<h2 id="confirm-title"></h2><div id="confirm-body"></div><div class="buttons"></div>';
+      document.body.appendChild(dialog);
+    }
+    var opener = document.activeElement;
+    dialog.querySelector('h2').textContent = opts.title;
+    var body = dialog.querySelector('#confirm-body');
+    body.textContent = '';
+    opts.body.forEach(function (line) { var p = document.createElement('p'); p.textContent = line; body.appendChild(p); });
+    var row = dialog.querySelector('.buttons');
+    row.textContent = '';
+    var cancel = document.createElement('button');
+    cancel.type = 'button';
+    cancel.className = 'btn';
+    cancel.textContent = 'Cancel';
+    cancel.setAttribute('data-testid', 'confirm-cancel');
+    row.appendChild(cancel);
+    return new Promise(function (resolve) {
+      var answer = null;
+      opts.actions.forEach(function (a) {
+        var b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'btn ' + (a.cls || '');
+        b.textContent = a.label;
+        b.setAttribute('data-testid', 'confirm-' + a.value);
+        b.addEventListener('click', function () { answer = a.value; dialog.close(); });
+        row.appendChild(b);
+      });
+      cancel.addEventListener('click', function () { dialog.close(); });
+      dialog.addEventListener('close', function done() {
+        dialog.removeEventListener('close', done);
+        if (opener && opener.focus && document.contains(opener)) { opener.focus(); }
+        resolve(answer);
+      });
+      dialog.showModal();
+      cancel.focus();
+    });
+  }
+
+  // Before a decision is sent: a reason typed with an approval is not
+  // dropped silently, and a standing approval of a tool that can't be
+  // undone or sends data out is confirmed, naming the tool.
+  function send(button) {
+    button.setAttribute('data-passed', '1');
+    button.click();
+    button.removeAttribute('data-passed');
+  }
+  function confirmStanding(button) {
+    var tool = button.getAttribute('data-confirm-tool');
+    if (!tool) { send(button); return; }
+    var scope = button.parentNode.querySelector('.scope');
+    ask({
+      title: button.textContent + ': ' + tool + '?',
+      body: [button.getAttribute('data-confirm-why') || '', (scope ? scope.textContent : '')],
+      actions: [{ label: button.textContent + ' ' + tool, value: 'standing', cls: 'btn-standing' }]
+    }).then(function (a) { if (a === 'standing') { send(button); } });
+  }
+  document.addEventListener('click', function (e) {
+    var button = e.target.closest && e.target.closest('form.decide button[name="decision"]');
+    if (!button || button.getAttribute('data-passed')) { return; }
+    var form = button.form;
+    var reason = form.querySelector('[data-reason]');
+    var typed = reason && reason.value.trim() !== '' && button.value !== 'reject';
+    var standing = button.hasAttribute('data-confirm-tool');
+    if (!typed && !standing) { return; }
+    e.preventDefault();
+    if (!typed) { confirmStanding(button); return; }
+    var reject = form.querySelector('button[value="reject"]');
+    ask({
+      title: 'You typed a reason',
+      body: ['“' + reason.value.trim() + '”', 'A reason goes with a rejection. If you approve, it is kept only as your own note with the decision; the agent does not see it.'],
+      actions: [{ label: 'Reject with this reason', value: 'reject', cls: 'btn-danger' },
+        { label: button.textContent + ', keep as a note', value: 'keep', cls: 'btn-primary' }]
+    }).then(function (a) {
+      if (a === 'reject' && reject) { send(reject); }
+      if (a === 'keep') { confirmStanding(button); }
+    });
+  });
+  // The chosen length is said in the scope next to each standing button.
+  document.addEventListener('change', function (e) {
+    var sel = e.target;
+    if (!sel.matches || !sel.matches('select[data-duration]')) { return; }
+    var opt = sel.options[sel.selectedIndex];
+    var words = sel.value === '0' ? 'until you revoke it' : 'for ' + opt.textContent + ' or until you revoke it';
+    sel.form.querySelectorAll('[data-duration-words]').forEach(function (el) { el.textContent = words; });
+  });
+  // An expanded value takes focus, so that reading goes on from it.
+  document.addEventListener('htmx:afterSwap', function (e) {
+    var t = e.detail.target;
+    if (t && t.matches && t.matches('dd[id^="value-"]')) { t.focus(); }
+  });
 })();
 
 // Web Push (Settings → Devices): turn push on for this browser. Permission

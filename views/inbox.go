@@ -14,17 +14,24 @@ type ApprovalCard struct {
 	ToolDisplay      string
 	ConnectorDisplay string
 	ConversationID   string
-	TurnID           string
-	AgentReason      string
-	Preview          approval.ArgumentPreview
-	Decisions        []approval.Decision
-	Destructive      bool
-	SendsOut         bool
-	Destination      string // where the data goes, when an argument names it
-	CreatedAt        time.Time
-	ExpiresAt        time.Time
-	Now              time.Time
-	CSRFToken        string
+	// ConversationTitle is the runtime's label for the conversation, if sent.
+	ConversationTitle string
+	TurnID            string
+	AgentReason       string
+	Preview           approval.ArgumentPreview
+	Decisions         []approval.Decision
+	Destructive       bool
+	SendsOut          bool
+	Destination       string   // where the data goes, when an argument names it
+	Recipients        []string // the same, one entry per recipient
+	// MaxGrant is the longest a standing grant may last (0: no limit), and
+	// Durations the lengths the reviewer may choose.
+	MaxGrant  time.Duration
+	Durations []time.Duration
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	Now       time.Time
+	CSRFToken string
 }
 
 // DecidedRow is one of the recent decisions under the pending list.
@@ -33,12 +40,16 @@ type DecidedRow struct {
 	ToolDisplay      string
 	ConnectorDisplay string
 	ConversationID   string
-	TurnID           string
-	Status           approval.Status
-	Scope            string
-	Reason           string
-	DecidedAt        time.Time
-	Now              time.Time
+	// ConversationTitle is the runtime's label for the conversation, if sent.
+	ConversationTitle string
+	TurnID            string
+	Status            approval.Status
+	Scope             string
+	Reason            string
+	Note              string // typed with an approval: the reviewer's own note
+	CreatedAt         time.Time
+	DecidedAt         time.Time
+	Now               time.Time
 }
 
 // Outcome is the row's result in words.
@@ -151,30 +162,12 @@ func scriptsNote(scripts []string) string {
 	return "mixes " + strings.Join(scripts, " and ") + " letters"
 }
 
-func buttonClass(d approval.Decision) string {
-	switch d {
-	case approval.Approve:
-		return "btn btn-primary"
-	case approval.Reject:
-		return "btn btn-danger"
-	}
-	return "btn"
-}
-
 // shortID keeps the first 24 characters of an id (never part of one).
 func shortID(s string) string {
 	if r := []rune(s); len(r) > 24 {
 		return string(r[:24]) + "…"
 	}
 	return s
-}
-
-func decisionStrings(ds []approval.Decision) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = string(d)
-	}
-	return out
 }
 
 // hiddenNote says where a flagged line's hidden characters are: in what is

@@ -1,0 +1,138 @@
+package views
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+)
+
+// Value kinds: how an argument value is laid out for reading. Each shows
+// the value's own text (escaped, with hidden characters as markers); only
+// the layout differs.
+const (
+	valuePlain     = "plain"
+	valueURL       = "url"
+	valueList      = "list"      // an array of strings: one item per line
+	valueStructure = "structure" // an object or another array: pretty-printed, collapsible
+	valueProse     = "prose"     // text with line breaks
+	valueTime      = "time"      // an RFC 3339 timestamp
+)
+
+// ValueView is an argument value laid out for reading.
+type ValueView struct {
+	Kind   string
+	Text   string   // plain, prose, time (the raw value), structure (pretty-printed)
+	Items  []string // list
+	Origin string   // url: scheme and host
+	Path   string   // url: the path
+	Rest   string   // url: query and fragment
+	Time   time.Time
+	Count  int // list and structure: items or keys
+}
+
+// ViewValue lays out a value as the preview (or the full text) has it. A
+// shortened value is shown as text: its cut-off JSON is not a structure.
+func ViewValue(s string, shortened bool) ValueView {
+	if head, rest, ok := splitURLValue(s); ok {
+		u, _ := url.Parse(head)
+		origin := u.Scheme + "://" + u.Host
+		return ValueView{Kind: valueURL, Origin: origin, Path: strings.TrimPrefix(head, origin), Rest: rest}
+	}
+	if !shortened && len(s) > 1 && (s[0] == '[' || s[0] == '{') && json.Valid([]byte(s)) {
+		var items []string
+		if s[0] == '[' && json.Unmarshal([]byte(s), &items) == nil && len(items) > 0 {
+			return ValueView{Kind: valueList, Items: items, Count: len(items)}
+		}
+		var buf bytes.Buffer
+		if json.Indent(&buf, []byte(s), "", "  ") == nil {
+			return ValueView{Kind: valueStructure, Text: buf.String(), Count: topCount(s)}
+		}
+	}
+	if !shortened && len(s) >= 20 && len(s) <= 40 {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return ValueView{Kind: valueTime, Text: s, Time: t}
+		}
+	}
+	if strings.Contains(s, "\n") {
+		return ValueView{Kind: valueProse, Text: s}
+	}
+	return ValueView{Kind: valuePlain, Text: s}
+}
+
+// splitURLValue splits a whole http(s) URL into scheme+host+path and the
+// rest.
+func splitURLValue(s string) (string, string, bool) {
+	if strings.ContainsAny(s, " \t\r\n") {
+		return "", "", false
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", false
+	}
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		return s[:i], s[i:], true
+	}
+	return s, "", true
+}
+
+// topCount is the number of keys or items at the top of a JSON object or
+// array.
+func topCount(s string) int {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return 0
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x)
+	case []any:
+		return len(x)
+	}
+	return 0
+}
+
+// structureSummary says what a collapsed structure holds.
+func structureSummary(v ValueView) string {
+	if strings.HasPrefix(v.Text, "[") {
+		return plural(v.Count, "item")
+	}
+	return plural(v.Count, "key")
+}
+
+// Recipients lists where a call sends data, each on its own: the items of
+// a list value (addresses, say), a URL's host, or the value itself.
+func Recipients(p approval.ArgumentPreview) []string {
+	v := destinationValue(p)
+	if v == "" {
+		return nil
+	}
+	shortened := false
+	for _, l := range p.Lines {
+		if l.Value == v {
+			shortened = l.Shortened
+			break
+		}
+	}
+	switch vv := ViewValue(v, shortened); vv.Kind {
+	case valueList:
+		return vv.Items
+	case valueURL:
+		u, _ := url.Parse(vv.Origin)
+		return []string{u.Host}
+	}
+	return []string{DestinationOf(p)}
+}
+
+// FullValueView is one argument value as its owner expanded it.
+type FullValueView struct {
+	Page      Page
+	ID        string
+	Key       string
+	Value     string
+	Length    int
+	Available bool // false: the request no longer waits, the full text is gone
+}

@@ -44,6 +44,7 @@ type soak struct {
 	key     string
 	owner   db.User
 	cap     time.Duration
+	instMu  sync.Mutex // inst is replaced when an instance restarts
 	inst    [3]*soakInstance
 
 	mu       sync.Mutex
@@ -96,7 +97,7 @@ func newSoak(ctx context.Context, capWait time.Duration) (*soak, error) {
 			return nil, err
 		}
 	}
-	if err := client.New(s.inst[0].base, s.key).SyncConnector(ctx, "mail", dev.DemoCatalog["mail"]); err != nil {
+	if err := client.New(s.instance(0).base, s.key).SyncConnector(ctx, "mail", dev.DemoCatalog["mail"]); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func (s *soak) start(ctx context.Context, i, port int) error {
 		logf.Close()
 		return err
 	}
-	s.inst[i] = &soakInstance{port: port, base: base, cmd: cmd, log: logf}
+	s.setInstance(i, &soakInstance{port: port, base: base, cmd: cmd, log: logf})
 	deadline := time.Now().Add(60 * time.Second)
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -151,8 +152,8 @@ func (s *soak) start(ctx context.Context, i, port int) error {
 }
 
 func (s *soak) close() {
-	for _, in := range s.inst {
-		if in != nil && in.cmd.Process != nil {
+	for i := range s.inst {
+		if in := s.instance(i); in != nil && in.cmd.Process != nil {
 			_ = in.cmd.Process.Signal(syscall.SIGTERM)
 			_ = in.cmd.Wait()
 			in.log.Close()
@@ -189,7 +190,7 @@ func (s *soak) injectFaults(ctx context.Context, d time.Duration) error {
 	if !at(0.25) {
 		return nil
 	}
-	victim := s.inst[1]
+	victim := s.instance(1)
 	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
 	_ = victim.cmd.Wait()
 	victim.log.Close()
@@ -234,4 +235,17 @@ func runBenchSoak(ctx context.Context, d time.Duration, stdout io.Writer) error 
 		return errors.New("soak: targets missed")
 	}
 	return nil
+}
+
+// instance is the i-th serve process as it runs now.
+func (s *soak) instance(i int) *soakInstance {
+	s.instMu.Lock()
+	defer s.instMu.Unlock()
+	return s.inst[i]
+}
+
+func (s *soak) setInstance(i int, in *soakInstance) {
+	s.instMu.Lock()
+	defer s.instMu.Unlock()
+	s.inst[i] = in
 }

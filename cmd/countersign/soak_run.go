@@ -83,7 +83,7 @@ func (s *soak) runtimeCall(ctx context.Context, r, n int) {
 		TurnID: "turn-" + strconv.Itoa(n), Connector: "mail", Tool: "send_email", Arguments: `{"n":` + strconv.Itoa(n) + `}`}
 	giveUp := c.start.Add(s.cap + 90*time.Second)
 	for i := r; time.Now().Before(giveUp) && ctx.Err() == nil; i++ {
-		base := s.inst[i%3].base
+		base := s.instance(i % 3).base
 		cl := client.New(base, s.key)
 		cl.PollWait = 10 * time.Second
 		var out client.Outcome

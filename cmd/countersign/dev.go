@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -23,7 +24,7 @@ import (
 // with its own wiring: nothing in serve can reach the development identity
 // provider or the private cluster.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", "countersign dev [--data DIR] [--no-agent]", stderr, true)
+	fs := newFlags("dev", "countersign dev [--data DIR] [--no-agent] [--agent-interval D]", stderr, true)
 	dataDir := fs.String("data", ".countersign", "folder for the private PostgreSQL cluster (reused between runs)")
 	noAgent := fs.Bool("no-agent", false, "don't run the scripted demo agent")
 	interval := fs.Duration("agent-interval", 8*time.Second, "time between the demo agent's calls")
@@ -33,6 +34,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg, err := web.LoadConfig(os.Getenv)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("COUNTERSIGN_LOG_LEVEL") == "" {
+		// The terminal is for the hand-over, the demo agent and the mail
+		// catcher; one line per request would bury them.
+		cfg.LogLevel = slog.LevelWarn
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 

@@ -147,11 +147,18 @@ func (d *DB) DeleteConnector(ctx context.Context, actor approval.Actor, name str
 	}))
 }
 
-// ActiveTool returns a tool that can be called: known, not retired, and of
-// a connector that is not deleted.
-func activeTool(ctx context.Context, tx pgx.Tx, connector, name string) (Tool, error) {
-	rows, err := tx.Query(ctx, toolSelect+` WHERE t.connector = $1 AND t.name = $2
-		AND t.retired_at IS NULL AND c.deleted_at IS NULL FOR SHARE OF t`, connector, name)
+// activeTool returns a tool that can be called: known, not retired, and of
+// a connector that is not deleted. With lock, its row is held (shared)
+// until commit, so a concurrent retirement or policy change waits. The
+// check reads it without a lock: only a pending item needs the policy to
+// hold until commit (holdToolPolicy), and every other outcome leaves
+// nothing in flight that a later policy change must end.
+func activeTool(ctx context.Context, tx pgx.Tx, connector, name string, lock bool) (Tool, error) {
+	sql := toolSelect + ` WHERE t.connector = $1 AND t.name = $2 AND t.retired_at IS NULL AND c.deleted_at IS NULL`
+	if lock {
+		sql += ` FOR SHARE OF t`
+	}
+	rows, err := tx.Query(ctx, sql, connector, name)
 	if err != nil {
 		return Tool{}, err
 	}

@@ -61,7 +61,7 @@ func (d *DB) RegisterTool(ctx context.Context, actor approval.Actor, r ToolRegis
 			return err
 		}
 		out.Created, out.Restored = created, wasRetired != nil && *wasRetired
-		if out.Tool, err = activeTool(ctx, tx, r.Connector, r.Tool.Name); err != nil {
+		if out.Tool, err = activeTool(ctx, tx, r.Connector, r.Tool.Name, true); err != nil {
 			return err
 		}
 		// A registration that changed nothing but texts is not audited: a

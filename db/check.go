@@ -89,7 +89,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		res := CheckResult{}
 		defer func() { *out = res }()
 		res = CheckResult{}
-		tool, err := toolForCheck(ctx, tx, req.Connector, req.Tool)
+		tool, err := activeTool(ctx, tx, req.Connector, req.Tool, false)
 		if err != nil {
 			return err
 		}

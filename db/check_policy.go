@@ -51,23 +51,6 @@ func (d *DB) checkByPolicy(ctx context.Context, key APIKey, req CheckRequest, ar
 // and its pending item's insert; the check starts again.
 var errToolChanged = errors.New("db: the tool's policy changed during the check")
 
-// toolForCheck reads the tool without locking its row: only a pending item
-// needs the policy to hold until commit (holdToolPolicy), and every other
-// outcome leaves nothing in flight that a later policy change must end.
-func toolForCheck(ctx context.Context, tx pgx.Tx, connector, name string) (Tool, error) {
-	rows, err := tx.Query(ctx, toolSelect+` WHERE t.connector = $1 AND t.name = $2
-		AND t.retired_at IS NULL AND c.deleted_at IS NULL`, connector, name)
-	if err != nil {
-		return Tool{}, err
-	}
-	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tool])
-	if err == pgx.ErrNoRows {
-		return Tool{}, approval.Errorf(approval.KindNotFound, approval.CodeUnknownTool,
-			"The tool %s · %s is not in the catalog (or was retired). Sync the connector's tool list first.", connector, name)
-	}
-	return t, err
-}
-
 // holdToolPolicy locks the tool's row (shared) before a pending item is
 // inserted, so that a policy change or retirement either commits first and
 // is seen here, or waits for this item and then ends it; it fails with

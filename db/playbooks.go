@@ -66,7 +66,7 @@ func (d *DB) UpsertPlaybook(ctx context.Context, actor approval.Actor, id, owner
 	var out Playbook
 	err = d.InTx(ctx, func(tx pgx.Tx) error {
 		for _, p := range def.Pairs() {
-			if _, err := activeTool(ctx, tx, p.Connector, p.Tool); err != nil {
+			if _, err := activeTool(ctx, tx, p.Connector, p.Tool, true); err != nil {
 				return approval.Errorf(approval.KindInvalid, approval.CodeUnknownTool,
 					"The tool %s is not in the catalog; sync its connector first.", p)
 			}

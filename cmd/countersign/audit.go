@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/countersign/countersign/db"
-	"github.com/countersign/countersign/web"
 )
 
 var errChainBroken = errors.New("the audit chain is broken")
@@ -30,14 +28,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, err := web.LoadConfig(os.Getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.DatabaseURL == "" {
-		return errors.New("COUNTERSIGN_DATABASE_URL is required for audit verify")
-	}
-	store, err := openMigrated(ctx, cfg.DatabaseURL)
+	store, err := openCommandDB(ctx, "audit verify")
 	if err != nil {
 		return err
 	}

@@ -49,14 +49,7 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return errUsage
 	}
-	cfg, err := web.LoadConfig(os.Getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.DatabaseURL == "" {
-		return errors.New("COUNTERSIGN_DATABASE_URL is required for apikey create")
-	}
-	store, err := openMigrated(ctx, cfg.DatabaseURL)
+	store, err := openCommandDB(ctx, "apikey create")
 	if err != nil {
 		return err
 	}
@@ -68,6 +61,19 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stderr, "Created API key %q (id %d). It is shown once; store it now:\n", k.Name, k.ID)
 	fmt.Fprintln(stdout, key)
 	return nil
+}
+
+// openCommandDB opens the database of COUNTERSIGN_DATABASE_URL for a
+// command that needs Countersign's schema to be there already.
+func openCommandDB(ctx context.Context, command string) (*db.DB, error) {
+	cfg, err := web.LoadConfig(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("COUNTERSIGN_DATABASE_URL is required for " + command)
+	}
+	return openMigrated(ctx, cfg.DatabaseURL)
 }
 
 // openMigrated opens a database that already holds Countersign's schema.

@@ -196,11 +196,18 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if a.OwnerSubject != reviewer.Subject {
 			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
 		}
+		standing := dec == approval.ApproveConversation || dec == approval.AlwaysAllow
 		if !approval.Offered(dec, a.AvailableDecisions) {
+			if standing {
+				return errStandingNotOffered
+			}
 			return approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
 		}
 		var length time.Duration
-		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
+		if standing {
+			if err := holdStandingOffered(ctx, tx, a.ToolID); err != nil {
+				return err
+			}
 			if length, err = grantLength(ctx, tx, a.ToolID, ans.Duration); err != nil {
 				return err
 			}
@@ -215,16 +222,20 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		}
 		tag, err := tx.Exec(ctx, `
 			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, reviewer_note = $6, decided_at = now()
-			WHERE id = $1 AND status = 'pending' AND expires_at > now()`,
-			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason), reviewerNote(dec, reason))
+			WHERE id = $1 AND status = 'pending' AND expires_at > now() AND $7::text = ANY(available_decisions)
+			  AND (NOT $8 OR EXISTS (SELECT 1 FROM tools t WHERE t.id = approvals.tool_id AND t.standing_approval))`,
+			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason), reviewerNote(dec, reason), string(dec), standing)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
+			if err := notOfferedNow(ctx, tx, id, dec); err != nil {
+				return err
+			}
 			out, err = lostDecision(ctx, tx, id, reviewer)
 			return err
 		}
-		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
+		if standing {
 			var conv *string
 			if dec == approval.ApproveConversation {
 				conv = &a.ConversationID
@@ -246,7 +257,7 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if out.ReviewerNote != "" {
 			detail["note_given"] = true
 		}
-		if dec == approval.ApproveConversation || dec == approval.AlwaysAllow {
+		if standing {
 			detail["duration"] = approval.DurationWords(length)
 		}
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
@@ -258,6 +269,44 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
 	})
 	return out, translate("decide approval", err)
+}
+
+// errStandingNotOffered refuses a standing answer for a tool that does not
+// offer standing approval (now: an admin may have turned it off since the
+// item was shown).
+var errStandingNotOffered = approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered,
+	"“Allow in this conversation” and “Always allow” are not offered for this tool: its policy does not allow standing approval. "+
+		"Nothing was recorded; approve this call only, or reject it.")
+
+// holdStandingOffered reads, as committed now, whether the tool offers
+// standing approval, and holds its row (shared) until the decision
+// commits: a policy change either committed first and is seen here, or
+// waits for this decision. The tool is locked before the item, in the
+// order UpdatePolicy and the check take them, so that none deadlocks.
+func holdStandingOffered(ctx context.Context, tx pgx.Tx, toolID int64) error {
+	var offered bool
+	err := tx.QueryRow(ctx, `SELECT standing_approval FROM tools WHERE id = $1 FOR SHARE`, toolID).Scan(&offered)
+	if err == nil && !offered {
+		return errStandingNotOffered
+	}
+	return err
+}
+
+// notOfferedNow explains a decision whose UPDATE matched nothing because
+// the answer is no longer offered (the item's buttons or the tool's policy
+// changed since it was read), rather than because someone else decided.
+func notOfferedNow(ctx context.Context, tx pgx.Tx, id string, dec approval.Decision) error {
+	var offered, pending bool
+	err := tx.QueryRow(ctx, `SELECT a.status = 'pending' AND a.expires_at > now(),
+		$2::text = ANY(a.available_decisions) AND ($2::text NOT IN ('approve_conversation', 'always') OR t.standing_approval)
+		FROM approvals a JOIN tools t ON t.id = a.tool_id WHERE a.id = $1`, id, string(dec)).Scan(&pending, &offered)
+	if err != nil {
+		return err
+	}
+	if pending && !offered && (dec == approval.ApproveConversation || dec == approval.AlwaysAllow) {
+		return errStandingNotOffered
+	}
+	return nil
 }
 
 // lostDecision explains a decision whose conditional UPDATE matched

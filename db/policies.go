@@ -106,7 +106,9 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 // mode blocks, the same transaction ends the tool's calls in flight: pending
 // items and approved ones not yet claimed become cancelled with
 // blocked_by_policy, each audited as cancelled by actor, and their waiters
-// wake (an admin's block wins over everything in flight).
+// wake (an admin's block wins over everything in flight). When standing
+// approval is not offered any more, the tool's pending items stop offering
+// "Allow in this conversation" and "Always allow" (see withdrawStanding).
 func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int64, expectVersion int, p approval.Policy) (Tool, error) {
 	var out Tool
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -136,6 +138,11 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 				return err
 			}
 		}
+		if !p.StandingApproval {
+			if err := withdrawStanding(ctx, tx, toolID); err != nil {
+				return err
+			}
+		}
 		if err := lapsePreapprovals(ctx, tx, approval.LapsePolicy, `pa.tool_id = $1`, toolID); err != nil {
 			return err
 		}
@@ -154,6 +161,35 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 		return err
 	})
 	return out, translate("update policy", err)
+}
+
+// standingDecisions are the answers that only a tool offering standing
+// approval has.
+var standingDecisions = []string{string(approval.ApproveConversation), string(approval.AlwaysAllow)}
+
+// withdrawStanding removes the standing answers from the tool's pending
+// items, inside the policy change's transaction, and pokes their owners:
+// the server decides the buttons, and a button it would refuse is not
+// drawn (a reload shows the item without them). The rows are locked in id
+// order, as endItems does, so that this never deadlocks with a sweep.
+func withdrawStanding(ctx context.Context, tx pgx.Tx, toolID int64) error {
+	rows, err := tx.Query(ctx, `UPDATE approvals u
+		SET available_decisions = array_remove(array_remove(u.available_decisions, ($2::text[])[1]), ($2::text[])[2])
+		WHERE u.status = 'pending' AND u.id IN (SELECT a.id FROM approvals a
+			WHERE a.tool_id = $1 AND a.status = 'pending' AND a.available_decisions && $2::text[] ORDER BY a.id FOR UPDATE)
+		RETURNING u.id::text, u.owner_subject`, toolID, standingDecisions)
+	if err != nil {
+		return err
+	}
+	changes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
+		var ch Change
+		err := r.Scan(&ch.ApprovalID, &ch.Owner)
+		return ch, err
+	})
+	if err != nil {
+		return err
+	}
+	return notifyMany(ctx, tx, changes)
 }
 
 func policyDetail(t Tool) map[string]any {

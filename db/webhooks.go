@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
@@ -74,6 +75,10 @@ func (in WebhookInput) Problems() map[string]string {
 	}
 	if n := len([]rune(in.Secret)); n < MinWebhookSecret || n > 200 {
 		p["secret"] = fmt.Sprintf("The secret needs %d to 200 characters.", MinWebhookSecret)
+	} else if strings.ContainsFunc(in.Secret, unicode.IsControl) {
+		// A line break or another control character in a secret is a paste
+		// gone wrong, and would not survive being typed in at the receiver.
+		p["secret"] = "The secret must not contain line breaks or other control characters."
 	}
 	if len(in.Events) == 0 {
 		p["events"] = "Choose at least one event."

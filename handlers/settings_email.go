@@ -7,7 +7,8 @@ import (
 // SettingsEmail turns the person's notification mails on or off.
 func (h *Handler) SettingsEmail(c echo.Context) error {
 	var on bool
-	switch c.FormValue("enabled") {
+	// The POST body only, never the URL's query string.
+	switch c.Request().PostFormValue("enabled") {
 	case "on":
 		on = true
 	case "off":

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/notify"
 	"github.com/labstack/echo/v4"
 )
 
@@ -48,12 +49,14 @@ func (h *Handler) SettingsPushSubscribe(c echo.Context) error {
 }
 
 // checkPushSubscription says what is wrong with a subscription, or "".
-// Why https only: push services are https, and the server posts to
-// whatever endpoint is stored, so a plain-http or relative one is refused.
+// Why so strict: the server posts to whatever endpoint is stored, so only
+// what a push service's URL looks like is accepted — https, no user name
+// or password, not localhost nor a loopback, private or link-local
+// address (the sender checks resolved addresses too).
 func checkPushSubscription(in pushSubscriptionJSON) string {
 	u, err := url.Parse(in.Endpoint)
-	if err != nil || u.Scheme != "https" || u.Host == "" || len(in.Endpoint) > 2048 {
-		return "The endpoint must be the push service's https URL."
+	if err != nil || len(in.Endpoint) > 2048 || notify.CheckPushEndpoint(u) != nil {
+		return "The endpoint must be the push service's public https URL."
 	}
 	dec := func(s string) []byte {
 		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))

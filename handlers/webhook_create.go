@@ -11,10 +11,13 @@ import (
 // WebhookCreate adds an endpoint. Invalid input re-renders the form with
 // what was typed (except the secret) and the messages.
 func (h *Handler) WebhookCreate(c echo.Context) error {
-	form, err := c.FormParams()
-	if err != nil {
+	// The POST body only: the URL's query string is never read (it leaks
+	// through logs and Referer, and can be planted in a link).
+	req := c.Request()
+	if err := req.ParseForm(); err != nil {
 		return echo.ErrBadRequest
 	}
+	form := req.PostForm
 	in := db.WebhookInput{URL: form.Get("url"), Secret: form.Get("secret"), Events: form["events"]}
 	if p := in.Problems(); len(p) > 0 {
 		return h.renderWebhooks(c, http.StatusUnprocessableEntity,

@@ -19,27 +19,43 @@ import (
 
 // Push sends a Web Push message (RFC 8030, encrypted per RFC 8291, signed
 // with VAPID per RFC 8292) to each of a person's devices for each new
-// pending item.
+// pending item. It connects only to public addresses (see push_guard.go).
 type Push struct {
-	db      *db.DB
-	vapid   *VAPID
-	subject string
-	base    *url.URL
-	now     func() time.Time
-	client  webpush.HTTPClient
+	db           *db.DB
+	vapid        *VAPID
+	subject      string
+	base         *url.URL
+	now          func() time.Time
+	client       webpush.HTTPClient
+	allowPrivate bool
+}
+
+// PushOptions adjust the push channel. The zero value is what a server
+// runs with.
+type PushOptions struct {
+	// AllowPrivateEndpoints lets pushes go to loopback and private
+	// addresses, through Client. It exists for tests, whose push service
+	// runs on 127.0.0.1; it is never set from configuration.
+	AllowPrivateEndpoints bool
+	// Client replaces the guarded client; used only with
+	// AllowPrivateEndpoints, since it bypasses the guard.
+	Client *http.Client
 }
 
 // NewPush prepares the push channel. subject is the VAPID contact (see
-// VAPIDSubject); client nil takes a plain client with a timeout.
-func NewPush(store *db.DB, vapid *VAPID, subject string, base *url.URL, now func() time.Time, client *http.Client) *Push {
+// VAPIDSubject).
+func NewPush(store *db.DB, vapid *VAPID, subject string, base *url.URL, now func() time.Time, opt PushOptions) *Push {
 	if now == nil {
 		now = time.Now
 	}
-	if client == nil {
-		// No redirects: a push service answers for itself.
-		client = &http.Client{Timeout: 15 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	p := &Push{db: store, vapid: vapid, subject: subject, base: base, now: now, client: guardedPushClient()}
+	if opt.AllowPrivateEndpoints {
+		p.allowPrivate = true
+		if opt.Client != nil {
+			p.client = opt.Client
+		}
 	}
-	return &Push{db: store, vapid: vapid, subject: subject, base: base, now: now, client: client}
+	return p
 }
 
 // Name implements Channel.
@@ -99,6 +115,10 @@ func (p *Push) Send(ctx context.Context, target string, ds []db.Delivery) Result
 	} else if err != nil {
 		return Result{Err: errors.New("could not read the device")}
 	}
+	if u, err := url.Parse(sub.Endpoint); err != nil || (!p.allowPrivate && CheckPushEndpoint(u) != nil) {
+		// Stored before endpoints were checked: it is never sent to.
+		return Result{Err: ErrPrivateEndpoint, Permanent: true}
+	}
 	d, now := ds[0], p.now()
 	if d.Status != string(approval.StatusPending) || d.ExpiresAt == nil || !d.ExpiresAt.After(now) {
 		return Result{Skipped: true} // answered or expired before the push went out
@@ -119,6 +139,10 @@ func (p *Push) Send(ctx context.Context, target string, ds []db.Delivery) Result
 		&webpush.Subscription{Endpoint: sub.Endpoint, Keys: webpush.Keys{Auth: sub.Auth, P256dh: sub.P256dh}},
 		&webpush.Options{HTTPClient: p.client, Subscriber: p.subject, TTL: ttl, Urgency: webpush.UrgencyHigh,
 			VAPIDPublicKey: keys.PublicKey, VAPIDPrivateKey: keys.PrivateKey})
+	if errors.Is(err, ErrPrivateEndpoint) {
+		// The name resolved to a non-public address: not connected.
+		return Result{Err: ErrPrivateEndpoint, Permanent: true}
+	}
 	if err != nil {
 		// The endpoint is a secret of the device: the message leaves it out.
 		return Result{Err: errors.New("push service unreachable")}

@@ -20,7 +20,8 @@ import (
 func (f *fixture) startPush(t *testing.T, d *device, configured *db.VAPIDKeys) *instance {
 	t.Helper()
 	return f.start(t, notify.Options{}, func(s *db.DB) []notify.Channel {
-		return []notify.Channel{notify.NewPush(s, notify.NewVAPID(s, configured), "ops@example.com", f.base, f.clock.Now, d.srv.Client())}
+		return []notify.Channel{notify.NewPush(s, notify.NewVAPID(s, configured), "ops@example.com", f.base, f.clock.Now,
+			notify.PushOptions{AllowPrivateEndpoints: true, Client: d.srv.Client()})}
 	})
 }
 

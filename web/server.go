@@ -203,6 +203,6 @@ func newPipeline(d Deps) *notify.Pipeline {
 	if d.Config.SMTP != nil {
 		channels = append(channels, notify.NewEmail(d.DB, *d.Config.SMTP, d.Config.MailFrom, d.Config.BaseURL, d.MailWindow, opt.Now))
 	}
-	channels = append(channels, notify.NewPush(d.DB, notify.NewVAPID(d.DB, d.Config.VAPID), notify.VAPIDSubject(d.Config.MailFrom, d.Config.BaseURL), d.Config.BaseURL, opt.Now, nil))
+	channels = append(channels, notify.NewPush(d.DB, notify.NewVAPID(d.DB, d.Config.VAPID), notify.VAPIDSubject(d.Config.MailFrom, d.Config.BaseURL), d.Config.BaseURL, opt.Now, notify.PushOptions{}))
 	return notify.New(d.DB, d.Hub, d.Log, opt, channels...)
 }

@@ -144,3 +144,45 @@
     attach(own);
   }
 })();
+
+// Admin screens and playbooks: copying a new key, schedule presets.
+(function () {
+  // Copy: the button names the element whose text it copies. It is shown
+  // only when this script runs; without it the key is selectable text.
+  document.querySelectorAll('[data-copy]').forEach(function (b) {
+    var source = document.getElementById(b.getAttribute('data-copy'));
+    var status = b.parentNode.querySelector('[data-copy-status]');
+    if (!source) { return; }
+    b.hidden = false;
+    function said(msg) { if (status) { status.textContent = msg; } }
+    function selectText() {
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+    }
+    b.addEventListener('click', function () {
+      var text = source.textContent.trim();
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(function () { said('Copied.'); },
+          function () { selectText(); said('Copy was blocked: the key is selected, press Ctrl+C or ⌘C.'); });
+      } else {
+        selectText();
+        said('The key is selected: press Ctrl+C or ⌘C to copy it.');
+      }
+    });
+  });
+  // Schedule presets put their expression in the cron field; the field's
+  // change asks the server for the next run times.
+  document.querySelectorAll('[data-cron-preset]').forEach(function (b) {
+    b.hidden = false;
+    b.addEventListener('click', function () {
+      var field = document.getElementById(b.getAttribute('data-cron-target'));
+      if (!field) { return; }
+      field.value = b.getAttribute('data-cron-preset');
+      field.dispatchEvent(new Event('change', { bubbles: true }));
+      field.focus();
+    });
+  });
+})();

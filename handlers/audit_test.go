@@ -92,7 +92,7 @@ func TestAuditScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := l.DB.ListAPIKeys(ctx)
-	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{}) // api key revoked
+	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}}) // api key revoked
 	l.Member.PostForm("/auth/logout", url.Values{})                             // sign-out
 
 	want := map[string]int{

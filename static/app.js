@@ -18,11 +18,23 @@
     }
   });
   // A server-rendered dialog becomes modal: focus stays inside, Escape
-  // closes it (and returns to the page, like Cancel).
+  // closes it (and returns to the page, like Cancel). When the control that
+  // opened it is on the page behind (data-return-focus), closing returns
+  // focus there, and the address becomes the page's own (data-cancel) so
+  // that a reload does not post again.
   document.querySelectorAll('dialog[data-modal][open]').forEach(function (d) {
     d.close();
     d.showModal();
-    d.addEventListener('cancel', function () { window.location.assign(d.dataset.cancel || window.location.pathname); });
+    var back = d.dataset.returnFocus ? document.querySelector(d.dataset.returnFocus) : null;
+    function leave(e) {
+      if (!back) { window.location.assign(d.dataset.cancel || window.location.pathname); return; }
+      if (e) { e.preventDefault(); }
+      d.close();
+      if (d.dataset.cancel && window.history.replaceState) { window.history.replaceState(null, '', d.dataset.cancel); }
+      back.focus();
+    }
+    d.addEventListener('cancel', leave);
+    d.querySelectorAll('[data-dialog-cancel]').forEach(function (a) { a.addEventListener('click', leave); });
   });
   // Keep focus sensible when a decided card is replaced.
   document.addEventListener('htmx:afterSwap', function (e) {

@@ -93,7 +93,7 @@ func TestAuditScenario(t *testing.T) {
 	}
 	keys, _ := l.DB.ListAPIKeys(ctx)
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}}) // api key revoked
-	l.Member.PostForm("/auth/logout", url.Values{})                             // sign-out
+	l.Member.PostForm("/auth/logout", url.Values{})                                               // sign-out
 
 	want := map[string]int{
 		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 7, "approved": 1, "claimed": 1,

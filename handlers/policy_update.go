@@ -122,7 +122,6 @@ func offered(b bool) string {
 	return "not offered"
 }
 
-
 // testPolicy says what the check would answer for sample arguments under p
 // (before grants, which depend on the person).
 func testPolicy(p approval.Policy, sample string) (string, string) {

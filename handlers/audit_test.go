@@ -183,8 +183,12 @@ func TestAuditScreen(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.Count(body, `data-testid="audit-line"`) != 50 {
 		t.Fatalf("first page: %d, %d lines", resp.StatusCode, strings.Count(body, `data-testid="audit-line"`))
 	}
-	if !strings.Contains(body, "Maya Member · approved · calendar · create_event in conversation conv-1, turn turn-1") {
-		t.Fatal("line not in plain words")
+	// Each line is a table row: absolute time, actor, action, the tool by
+	// its display name, where.
+	row := body[strings.Index(body, `data-testid="audit-line"`):]
+	row = visibleText(strings.ReplaceAll("<tr "+row[:strings.Index(row, "</tr>")], "</td>", " | "))
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| Maya Member \| approved \| Calendar · Create event ?calendar · create_event \| conversation conv-1, turn turn-1 \|`).MatchString(row) {
+		t.Fatalf("line not in columns: %q", row)
 	}
 	older := regexp.MustCompile(`href="([^"]+)" rel="next" data-testid="older"`).FindStringSubmatch(body)
 	if older == nil {

@@ -41,7 +41,6 @@ func TestAccessibility(t *testing.T) {
 		checkAxe(t, ctx, name)
 		screenshot(t, ctx, name)
 	}
-	visit(member, "sign-in", chromedp.Navigate(e.BaseURL+"/signin"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="sign-in"]`)))
 	signIn(t, member, e, "member")
 	visit(member, "inbox-empty", chromedp.Navigate(e.BaseURL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="user-name"]`)))
 
@@ -69,15 +68,36 @@ func TestAccessibility(t *testing.T) {
 	if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(`[data-testid="approve-tools"]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
 		t.Fatal(err)
 	}
+	// A run that made calls: allowed by pre-approval, by policy, refused.
+	run, err := rt.StartRun(context.Background(), dev.DemoPlaybookID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []client.Call{
+		{CallID: "r1", Connector: "mail", Tool: "send_email", Arguments: `{"to":"finance@acme.example"}`},
+		{CallID: "r2", Connector: "mail", Tool: "search_messages", Arguments: `{"q":"invoice"}`},
+		{CallID: "r3", Connector: "files", Tool: "delete_file", Arguments: `{"path":"/tmp/x"}`},
+	} {
+		c.User, c.ConversationID, c.TurnID, c.PlaybookRunID = dev.DemoMember.Subject, "run", "run", run.ID
+		if _, err := rt.Gate(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visit(member, "playbook-runs", chromedp.Navigate(e.BaseURL+"/playbooks/"+dev.DemoPlaybookID),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-call-allowed"]`)))
 	visit(member, "settings", chromedp.Navigate(e.BaseURL+"/settings"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 
 	admin := newTab(t)
 	signIn(t, admin, e, "admin")
-	visit(admin, "policies", chromedp.Navigate(e.BaseURL+"/admin/policies"), chromedp.WaitVisible(chromedp.CSS(`tr[data-tool="create_event"]`)))
-	visit(admin, "policy-edit", chromedp.Click(chromedp.CSS(`tr[data-tool="create_event"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="policy-form"]`)))
-	visit(admin, "policy-impact", chromedp.SendKeys(chromedp.CSS(`#condition`), "size(args.attendees) > 3"),
+	visit(admin, "policies", chromedp.Navigate(e.BaseURL+"/admin/policies"), chromedp.WaitVisible(chromedp.CSS(`tr[data-tool="send_email"]`)))
+	visit(admin, "policy-edit", chromedp.Click(chromedp.CSS(`tr[data-tool="send_email"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="argument-names"]`)))
+	visit(admin, "policy-impact", chromedp.SendKeys(chromedp.CSS(`#condition`), "size(args.to) > 1"),
 		chromedp.Click(chromedp.CSS(`button[value="save"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="impact"]`)))
+	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(`[data-testid="confirm-save"]`)), chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
+		t.Fatal(err)
+	}
+	visit(admin, "policies-saved")
 	visit(admin, "audit", chromedp.Navigate(e.BaseURL+"/admin/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-filters"]`)))
 	visit(admin, "insights", chromedp.Navigate(e.BaseURL+"/admin/insights"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 	visit(admin, "api-keys", chromedp.Navigate(e.BaseURL+"/admin/api-keys"), chromedp.WaitVisible(chromedp.CSS(`#key-name`)))
@@ -86,5 +106,6 @@ func TestAccessibility(t *testing.T) {
 	visit(admin, "api-key-revoke", chromedp.Click(chromedp.CSS(`[data-testid="api-key-row"] [data-testid="revoke"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)))
 	visit(admin, "webhooks", chromedp.Navigate(e.BaseURL+"/admin/webhooks"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	visit(newTab(t), "sign-in", chromedp.Navigate(e.BaseURL+"/signin"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="sign-in"]`)))
 	visit(admin, "not-found", chromedp.Navigate(e.BaseURL+"/no-such-page"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 }

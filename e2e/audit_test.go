@@ -42,6 +42,7 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 		chromedp.Navigate(e.BaseURL+"/admin/audit"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-filters"]`)),
 		chromedp.Evaluate[chromedp.Void](`(() => { document.querySelector('#f-tool').value = 'send_email'; return {} })()`),
+		chromedp.Click(chromedp.CSS(`[data-testid="action-filter"] summary`)),
 		chromedp.Click(chromedp.CSS(`input[name="action"][value="approved"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`)))
 	if err != nil {

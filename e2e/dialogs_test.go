@@ -67,6 +67,30 @@ func TestDialogsByKeyboard(t *testing.T) {
 		}
 	})
 
+	t.Run("SchedulePreview", func(t *testing.T) {
+		member := newTab(t)
+		signIn(t, member, e, "member")
+		err := chromedp.Do(member, chromedp.Navigate(e.BaseURL+"/playbooks/"+dev.DemoPlaybookID),
+			chromedp.WaitVisible(chromedp.CSS(`[data-cron-preset="0 9 * * 1-5"]`)),
+			chromedp.Click(chromedp.CSS(`[data-cron-preset="0 9 * * 1-5"]`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(member, chromedp.Poll[bool](`document.querySelectorAll('#schedule-preview time').length === 3`)); err != nil {
+			t.Fatal("a preset did not show the next three runs:", err)
+		}
+		if got := eval[string](t, member, `document.querySelector('#schedule').value`); got != "0 9 * * 1-5" {
+			t.Fatalf("the preset put %q in the field", got)
+		}
+		err = chromedp.Do(member, chromedp.Evaluate[chromedp.Void](`(() => { const f = document.querySelector('#schedule'); f.value = '0 9 * *'; f.dispatchEvent(new Event('change', {bubbles: true})); return {} })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(member, chromedp.Poll[bool](`!!document.querySelector('#schedule-preview .field-error') && document.querySelectorAll('#schedule-preview time').length === 0`)); err != nil {
+			t.Fatal("a bad expression was not explained:", err)
+		}
+	})
+
 	t.Run("PlaybookDialog", func(t *testing.T) {
 		member := newTab(t)
 		signIn(t, member, e, "member")

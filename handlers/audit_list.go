@@ -138,6 +138,8 @@ func (n auditNames) lineView(l db.AuditLine) views.AuditLineView {
 		v.ToolID = strings.Trim(l.Connector+" · "+l.Tool, " ·")
 		if d := n.tool[[2]string{l.Connector, l.Tool}]; d != "" {
 			v.Tool = n.connector[l.Connector] + " · " + d
+		} else if l.Tool == "" {
+			v.Tool = n.connector[l.Connector]
 		}
 	}
 	var where []string

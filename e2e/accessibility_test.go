@@ -90,7 +90,7 @@ func TestAccessibility(t *testing.T) {
 	admin := newTab(t)
 	signIn(t, admin, e, "admin")
 	visit(admin, "policies", chromedp.Navigate(e.BaseURL+"/admin/policies"), chromedp.WaitVisible(chromedp.CSS(`tr[data-tool="send_email"]`)))
-	visit(admin, "policy-edit", chromedp.Click(chromedp.CSS(`tr[data-tool="send_email"] a`)),
+	visit(admin, "policy-edit-args", chromedp.Click(chromedp.CSS(`tr[data-tool="send_email"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="argument-names"]`)))
 	visit(admin, "policy-impact", chromedp.SendKeys(chromedp.CSS(`#condition`), "size(args.to) > 1"),
 		chromedp.Click(chromedp.CSS(`button[value="save"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="impact"]`)))

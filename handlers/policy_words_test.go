@@ -100,7 +100,9 @@ func TestPolicyConditionHelp(t *testing.T) {
 			t.Errorf("example %q does not compile: %v", expr, err)
 		}
 	}
-	if !strings.Contains(exprs[1], "size(args.to) &gt; 1") {
-		t.Error("no example for the list argument")
+	for _, want := range []string{`args.to.exists(a, !a.endsWith(&#34;@example.com&#34;))`, "args.priority &gt; 100"} {
+		if !strings.Contains(exprs[1], want) {
+			t.Errorf("no example %s in %s", want, exprs[1])
+		}
 	}
 }

@@ -21,6 +21,9 @@ func TestPlaybookDialogWordsAndFocus(t *testing.T) {
 	if strings.Contains(visibleText(body), "PLAYBOOK_TOOL_APPROVAL_REQUIRED") {
 		t.Error("the dialog shows a raw code")
 	}
+	if text := visibleText(body); strings.Contains(text, "@Untrusted") || !strings.Contains(text, "“Weekly invoice digest” runs unattended") {
+		t.Error("the dialog does not name the playbook")
+	}
 	dialog := body[strings.Index(body, `data-testid="approval-dialog"`):]
 	if i := strings.Index(dialog, "autofocus"); i < 0 || !strings.Contains(dialog[i:i+80], `data-testid="cancel-dialog"`) {
 		t.Error("focus does not start on Cancel")

@@ -99,7 +99,11 @@ func TestAccessibility(t *testing.T) {
 	}
 	visit(admin, "policies-saved")
 	visit(admin, "audit", chromedp.Navigate(e.BaseURL+"/admin/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-filters"]`)))
-	visit(admin, "insights", chromedp.Navigate(e.BaseURL+"/admin/insights"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	visit(admin, "insights", chromedp.Navigate(e.BaseURL+"/admin/insights"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="insights-chart"]`)))
+	// One chart at a time: the wide one on a desktop, the narrow one on a phone.
+	if eval[string](t, admin, `getComputedStyle(document.querySelector('[data-testid="insights-chart-narrow"]')).display`) != "none" {
+		t.Error("the phone chart shows on a desktop too")
+	}
 	visit(admin, "api-keys", chromedp.Navigate(e.BaseURL+"/admin/api-keys"), chromedp.WaitVisible(chromedp.CSS(`#key-name`)))
 	visit(admin, "api-key-new", chromedp.SendKeys(chromedp.CSS(`#key-name`), "staging runtime"), chromedp.Submit(chromedp.CSS(`#key-name`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="new-key"]`)))

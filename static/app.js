@@ -31,10 +31,21 @@
       if (e) { e.preventDefault(); }
       d.close();
       if (d.dataset.cancel && window.history.replaceState) { window.history.replaceState(null, '', d.dataset.cancel); }
-      back.focus();
+      if (!e || e.type !== 'keydown') { back.focus(); return; }
+      // Pressed from the keyboard: focus returns once the key is up, so
+      // that the rest of this key press cannot press the control too.
+      var done = false;
+      function restore() { if (!done) { done = true; document.removeEventListener('keyup', restore, true); back.focus(); } }
+      document.addEventListener('keyup', restore, true);
+      window.setTimeout(restore, 500);
     }
-    d.addEventListener('cancel', leave);
-    d.querySelectorAll('[data-dialog-cancel]').forEach(function (a) { a.addEventListener('click', leave); });
+    d.addEventListener('cancel', function (e) { leave(e); });
+    d.querySelectorAll('[data-dialog-cancel]').forEach(function (a) {
+      a.addEventListener('click', leave);
+      // A link follows Enter on key down; the key press that comes after
+      // would land on the control focus returned to and press it too.
+      a.addEventListener('keydown', function (e) { if (e.key === 'Enter') { leave(e); } });
+    });
   });
   // Keep focus sensible when a decided card is replaced.
   document.addEventListener('htmx:afterSwap', function (e) {

@@ -73,3 +73,22 @@ func describeCron(expr string) string {
 	}
 	return "On the schedule “" + expr + "”"
 }
+
+// NextRuns returns the next n times a five-field cron expression (UTC)
+// fires after now, or the error CheckSchedule gives for it.
+func NextRuns(expr string, now time.Time, n int) ([]time.Time, error) {
+	_, sched, err := parseCron(expr)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Time, 0, n)
+	at := now.UTC()
+	for range n {
+		at = sched.Next(at)
+		if at.IsZero() {
+			break // an expression that never fires again
+		}
+		out = append(out, at)
+	}
+	return out, nil
+}

@@ -115,3 +115,24 @@ func TestLapseCause(t *testing.T) {
 		seen[c] = true
 	}
 }
+
+func TestNextRuns(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC) // a Friday
+	got, err := NextRuns("0 9 * * 1-5", now, 3)
+	want := []time.Time{
+		time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC),
+	}
+	if err != nil || len(got) != 3 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for i := range want {
+		if !got[i].Equal(want[i]) {
+			t.Errorf("run %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	if _, err := NextRuns("0 9 * *", now, 3); err == nil {
+		t.Error("a four-field expression gave run times")
+	}
+}

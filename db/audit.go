@@ -235,3 +235,28 @@ func (d *DB) LatestAudit(ctx context.Context) (seq int64, hash string, unsealed 
 		(SELECT count(*) FROM audit_events WHERE seq IS NULL)`).Scan(&seq, &hash, &unsealed)
 	return seq, hash, unsealed, translate("latest audit", err)
 }
+
+// AuditToolName is a tool as the audit screen names it: every tool ever
+// synced (retired ones and those of deleted connectors too, since their
+// lines stay), with the display names of the tool and its connector.
+type AuditToolName struct {
+	Connector        string `db:"connector"`
+	Tool             string `db:"tool"`
+	ToolDisplay      string `db:"tool_display"`
+	ConnectorDisplay string `db:"connector_display"`
+	ConnectorKind    string `db:"connector_kind"`
+}
+
+// AuditToolNames lists every tool for the audit screen's lists, by
+// connector then tool display name.
+func (d *DB) AuditToolNames(ctx context.Context) ([]AuditToolName, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT t.connector, t.name AS tool, t.display_name AS tool_display,
+		c.display_name AS connector_display, c.kind AS connector_kind
+		FROM tools t JOIN connectors c ON c.name = t.connector
+		ORDER BY c.kind = 'builtin', c.display_name, t.display_name, t.name`)
+	if err != nil {
+		return nil, translate("audit tool names", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[AuditToolName])
+	return list, translate("audit tool names", err)
+}

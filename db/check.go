@@ -289,22 +289,21 @@ func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 }
 
 // recordRunOutcome audits what an unattended run was allowed through its
-// pre-approvals, and records what it was refused on the run, so that the
-// playbook page shows it and a schedule never fails silently.
+// pre-approvals and what it was refused, and records every call on the run
+// (allowed or refused), so that the playbook page shows what a run did and a
+// schedule never fails silently. A call the policy allows is recorded on the
+// run only: it is not an audit event anywhere else either.
 func recordRunOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, tool Tool, playbookID string, o approval.Outcome) error {
 	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name, ConversationID: req.ConversationID,
 		TurnID: req.TurnID, PlaybookID: playbookID, RunID: req.PlaybookRunID}
+	if err := recordRunCall(ctx, tx, req, tool, playbookID, o); err != nil {
+		return err
+	}
 	switch {
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPreapproval:
 		ev.Action = approval.ActionAllowedByPreapproval
 	case o.Verdict == approval.Deny:
 		ev.Action, ev.Detail = approval.ActionRefusedInRun, map[string]any{"code": string(o.Code)}
-		if playbookID != "" {
-			if _, err := tx.Exec(ctx, `INSERT INTO playbook_run_refusals (run_id, tool_id, call_id, code) VALUES ($1::uuid, $2, $3, $4)`,
-				req.PlaybookRunID, tool.ID, req.CallID, string(o.Code)); err != nil {
-				return err
-			}
-		}
 	default:
 		return nil
 	}

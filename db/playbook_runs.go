@@ -130,19 +130,50 @@ func runFacts(ctx context.Context, tx pgx.Tx, runID string, toolID int64) (preap
 	return slices.Contains(ids, toolID), code != "", playbook, playbookID, err
 }
 
+// Run call outcomes stored beside refusal codes. The run's calls share one
+// table with its refusals (named for them, from before allowed calls were
+// recorded): a row's code is either a refusal code or one of these.
+const (
+	RunCallAllowedByPreapproval = "allowed_by_preapproval"
+	RunCallAllowedByPolicy      = "allowed_by_policy"
+)
+
+// recordRunCall records one call a run made, allowed or refused. Calls of
+// an unknown run (playbookID "") are refused and audited, not recorded.
+func recordRunCall(ctx context.Context, tx pgx.Tx, req CheckRequest, tool Tool, playbookID string, o approval.Outcome) error {
+	if playbookID == "" {
+		return nil
+	}
+	var code string
+	switch {
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPreapproval:
+		code = RunCallAllowedByPreapproval
+	case o.Verdict == approval.Allow:
+		code = RunCallAllowedByPolicy
+	case o.Verdict == approval.Deny:
+		code = string(o.Code)
+	default:
+		return nil // a run never waits; Evaluate gives it no pending verdict
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO playbook_run_refusals (run_id, tool_id, call_id, code) VALUES ($1::uuid, $2, $3, $4)`,
+		req.PlaybookRunID, tool.ID, req.CallID, code)
+	return err
+}
+
 // RunView is a recent run: refused at start (RefusedCode, and for
-// PLAYBOOK_TOOL_APPROVAL_REQUIRED the pairs), or started, with the calls it
-// was refused.
+// PLAYBOOK_TOOL_APPROVAL_REQUIRED the pairs), or started, with every call
+// it made in order.
 type RunView struct {
 	ID           string        `db:"id"`
 	StartedAt    time.Time     `db:"started_at"`
 	RefusedCode  string        `db:"refused_code"`
 	RefusedPairs []RefusedPair `db:"refused_pairs"`
-	Refusals     []Refusal     `db:"refusals"`
+	Calls        []RunCall     `db:"calls"`
 }
 
-// Refusal is a call a run was refused.
-type Refusal struct {
+// RunCall is a call a run made: allowed (Code is RunCallAllowedByPreapproval
+// or RunCallAllowedByPolicy) or refused (Code is the refusal code).
+type RunCall struct {
 	approval.Pair
 	Label  string    `json:"label"`
 	CallID string    `json:"call_id"`
@@ -150,13 +181,18 @@ type Refusal struct {
 	At     time.Time `json:"at"`
 }
 
-// RecentRuns lists a playbook's last runs with their refusals. A stored
-// value that cannot be read is an error, never a refusal left out.
+// Allowed reports whether the call ran.
+func (c RunCall) Allowed() bool {
+	return c.Code == RunCallAllowedByPreapproval || c.Code == RunCallAllowedByPolicy
+}
+
+// RecentRuns lists a playbook's last runs with their calls. A stored value
+// that cannot be read is an error, never a call left out.
 func (d *DB) RecentRuns(ctx context.Context, id string, limit int) ([]RunView, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT r.id::text AS id, r.started_at, r.refused_code, r.refused_pairs,
 		COALESCE((SELECT json_agg(json_build_object('connector', t.connector, 'tool', t.name, 'label', c.display_name || ' · ' || t.display_name,
 				'call_id', f.call_id, 'code', f.code, 'at', f.refused_at) ORDER BY f.id)
-			FROM playbook_run_refusals f JOIN tools t ON t.id = f.tool_id JOIN connectors c ON c.name = t.connector WHERE f.run_id = r.id), '[]') AS refusals
+			FROM playbook_run_refusals f JOIN tools t ON t.id = f.tool_id JOIN connectors c ON c.name = t.connector WHERE f.run_id = r.id), '[]') AS calls
 		FROM playbook_runs r WHERE r.playbook_id = $1 ORDER BY r.started_at DESC LIMIT $2`, id, limit)
 	if err != nil {
 		return nil, translate("recent runs", err)

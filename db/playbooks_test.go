@@ -46,7 +46,7 @@ func TestRecentRunsUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs, err := store.RecentRuns(ctx, "pb", 10)
-	if err != nil || len(runs) != 1 || len(runs[0].Refusals) != 1 {
+	if err != nil || len(runs) != 1 || len(runs[0].Calls) != 1 {
 		t.Fatalf("readable refusal: %v %+v", err, runs)
 	}
 	if _, err := store.Pool.Exec(ctx, `UPDATE playbook_run_refusals SET refused_at = 'infinity'`); err != nil {

@@ -14,6 +14,7 @@ import (
 
 func TestAuditScreenFilterPageCSV(t *testing.T) {
 	e := testenv.NewEnv(t)
+	runtime(t, e) // the catalog names the tools the filter lists
 	ctx := context.Background()
 	// 120 lines for one tool and action among others.
 	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
@@ -40,8 +41,9 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 	err = chromedp.Do(admin,
 		chromedp.Navigate(e.BaseURL+"/admin/audit"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-filters"]`)),
-		chromedp.SendKeys(chromedp.CSS(`#f-tool`), "send_email"),
-		chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector('#f-action'); [...s.options].forEach(o => o.selected = o.value === 'approved'); return {} })()`),
+		chromedp.Evaluate[chromedp.Void](`(() => { document.querySelector('#f-tool').value = 'send_email'; return {} })()`),
+		chromedp.Click(chromedp.CSS(`[data-testid="action-filter"] summary`)),
+		chromedp.Click(chromedp.CSS(`input[name="action"][value="approved"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="audit-filters"] button[type="submit"]`)))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 		t.Fatalf("filter not in the URL: %s", loc)
 	}
 	lines := func() []string {
-		return eval[[]string](t, admin, `[...document.querySelectorAll('[data-testid="audit-line"] .card-head > span:first-child')].map(e => e.textContent)`)
+		return eval[[]string](t, admin, `[...document.querySelectorAll('[data-testid="audit-line"]')].map(e => e.querySelector('[data-testid="audit-action"]').textContent + ' · ' + e.querySelector('[data-testid="audit-tool"] .mono').textContent)`)
 	}
 	first := lines()
 	if len(first) != 50 {

@@ -39,8 +39,8 @@ func TestPlaybookApprovalDialog(t *testing.T) {
 	if strings.Join(pairs, ",") != "Send email,Create event" {
 		t.Fatalf("dialog pairs %v", pairs)
 	}
-	if eval[string](t, member, `document.activeElement && document.activeElement.dataset.testid`) != "approve-tools" {
-		t.Fatal("focus is not on the dialog's approve button")
+	if eval[string](t, member, `document.activeElement && document.activeElement.dataset.testid`) != "cancel-dialog" {
+		t.Fatal("focus is not on the dialog's Cancel")
 	}
 	screenshot(t, member, "playbook-dialog")
 	if err := chromedp.Do(member, chromedp.Click(chromedp.CSS(`[data-testid="approve-tools"]`)),

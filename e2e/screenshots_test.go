@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -61,10 +62,39 @@ func TestScreenshots(t *testing.T) {
 		}
 		screenshot(t, admin, page)
 	}
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/policies"),
+		chromedp.Click(chromedp.CSS(`tr[data-tool="create_event"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="policy-form"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, admin, "policy-edit")
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/api-keys"),
+		chromedp.SendKeys(chromedp.CSS(`#key-name`), "staging runtime"),
+		chromedp.Submit(chromedp.CSS(`#key-name`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="new-key"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, admin, "api-key-new")
+	for _, page := range []string{"/settings", "/admin/webhooks"} {
+		if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+page)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, admin, strings.TrimPrefix(strings.ReplaceAll(page, "/admin/", ""), "/"))
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/playbooks")); err != nil {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "playbooks")
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/playbooks/"+dev.DemoPlaybookID),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="enable"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "playbook")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="enable"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="approval-dialog"]`))); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "playbook-dialog")
 	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/no-such-page")); err != nil {
 		t.Fatal(err)
 	}

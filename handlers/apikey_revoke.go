@@ -1,16 +1,23 @@
 package handlers
 
 import (
+	"net/http"
 	"strconv"
 
+	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
 )
 
-// APIKeyRevoke revokes a key; requests with it fail from then on.
+// APIKeyRevoke revokes a key; requests with it fail from then on. The first
+// post (without confirm=yes) only asks: it shows the keys page with a
+// dialog that says the runtimes using the key will be refused.
 func (h *Handler) APIKeyRevoke(c echo.Context) error {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
 		return echo.ErrNotFound
+	}
+	if c.Request().PostFormValue("confirm") != "yes" {
+		return h.renderAPIKeys(c, http.StatusOK, views.APIKeysView{Revoke: &views.APIKeyRow{ID: id}})
 	}
 	if err := h.DB.RevokeAPIKey(c.Request().Context(), id, *CurrentUser(c)); err != nil {
 		return err

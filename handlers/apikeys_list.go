@@ -18,9 +18,18 @@ func (h *Handler) renderAPIKeys(c echo.Context, status int, v views.APIKeysView)
 		return err
 	}
 	v.Page, v.Now = h.Page(c, "API keys", "api-keys"), h.Now()
+	asked := v.Revoke
+	v.Revoke = nil
 	for _, k := range keys {
-		v.Keys = append(v.Keys, views.APIKeyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Creator: k.Creator,
-			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, Revoked: k.RevokedAt != nil})
+		row := views.APIKeyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Creator: k.Creator,
+			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, Revoked: k.RevokedAt != nil}
+		v.Keys = append(v.Keys, row)
+		if asked != nil && asked.ID == k.ID && !row.Revoked {
+			v.Revoke = &row
+		}
+	}
+	if asked != nil && v.Revoke == nil {
+		return echo.ErrNotFound // no such key, or already revoked
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return Render(c, status, views.APIKeys(v))

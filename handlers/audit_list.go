@@ -46,7 +46,14 @@ func (h *Handler) AuditList(c echo.Context) error {
 	ctx := c.Request().Context()
 	q := c.QueryParams()
 	f, fv, ferr := auditFilter(q)
-	v := views.AuditView{Page: h.Page(c, "Audit", "audit"), Filter: fv, AllActions: approval.AllActions, Now: h.Now()}
+	names, err := h.auditNames(ctx)
+	if err != nil {
+		return err
+	}
+	f.Tool = names.toolName(f.Tool)
+	fv.Tool = f.Tool
+	v := views.AuditView{Page: h.Page(c, "Audit", "audit"), Filter: fv, Groups: actionGroups(fv.Actions), Now: h.Now(),
+		Connectors: withCurrent(names.connectors, fv.Connector), Tools: withCurrent(names.tools, fv.Tool)}
 	status := http.StatusOK
 	if ferr != nil {
 		v.Error, status = approval.AsError(ferr).Message, http.StatusUnprocessableEntity
@@ -57,7 +64,7 @@ func (h *Handler) AuditList(c echo.Context) error {
 		return err
 	}
 	for _, l := range page.Lines {
-		v.Lines = append(v.Lines, auditLineView(l))
+		v.Lines = append(v.Lines, names.lineView(l))
 	}
 	base := url.Values{}
 	for k, vs := range q {
@@ -95,14 +102,7 @@ func withParam(base url.Values, k string, id int64) string {
 
 // auditSentence says what happened in plain words.
 func auditSentence(l db.AuditLine) string {
-	who := l.ActorName
-	switch l.ActorKind {
-	case approval.ActorAPIKey:
-		who = "runtime key “" + l.ActorName + "”"
-	case approval.ActorSystem:
-		who = "Countersign"
-	}
-	s := who + " · " + l.Action
+	s := auditActor(l) + " · " + l.Action
 	if l.Connector != "" || l.Tool != "" {
 		s += " · " + strings.Trim(l.Connector+" · "+l.Tool, " ·")
 	}
@@ -127,6 +127,51 @@ func shortRun(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// lineView is an audit line in columns: who, what, which tool (by its
+// display name), where, and a policy change's before → after.
+func (n auditNames) lineView(l db.AuditLine) views.AuditLineView {
+	v := auditLineView(l)
+	v.Actor = auditActor(l)
+	if l.Connector != "" || l.Tool != "" {
+		v.ToolID = strings.Trim(l.Connector+" · "+l.Tool, " ·")
+		if d := n.tool[[2]string{l.Connector, l.Tool}]; d != "" {
+			v.Tool = n.connector[l.Connector] + " · " + d
+		} else if l.Tool == "" {
+			v.Tool = n.connector[l.Connector]
+		}
+	}
+	var where []string
+	if l.ConversationID != "" {
+		w := "conversation " + l.ConversationID
+		if l.TurnID != "" {
+			w += ", turn " + l.TurnID
+		}
+		where = append(where, w)
+	}
+	if l.PlaybookID != "" {
+		w := "playbook " + l.PlaybookID
+		if l.RunID != "" {
+			w += ", run " + shortRun(l.RunID)
+		}
+		where = append(where, w)
+	}
+	v.Where = strings.Join(where, "; ")
+	if l.Action == approval.ActionPolicyChanged {
+		v.Diff = policyDiff(l.Detail)
+	}
+	return v
+}
+
+func auditActor(l db.AuditLine) string {
+	switch l.ActorKind {
+	case approval.ActorAPIKey:
+		return "runtime key “" + l.ActorName + "”"
+	case approval.ActorSystem:
+		return "Countersign"
+	}
+	return l.ActorName
 }
 
 func auditLineView(l db.AuditLine) views.AuditLineView {

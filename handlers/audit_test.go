@@ -94,8 +94,8 @@ func TestAuditScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := l.DB.ListAPIKeys(ctx)
-	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{}) // api key revoked
-	l.Member.PostForm("/auth/logout", url.Values{})                             // sign-out
+	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}}) // api key revoked
+	l.Member.PostForm("/auth/logout", url.Values{})                                               // sign-out
 
 	want := map[string]int{
 		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 7, "approved": 1, "claimed": 1,
@@ -188,8 +188,12 @@ func TestAuditScreen(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.Count(body, `data-testid="audit-line"`) != 50 {
 		t.Fatalf("first page: %d, %d lines", resp.StatusCode, strings.Count(body, `data-testid="audit-line"`))
 	}
-	if !strings.Contains(body, "Maya Member · approved · calendar · create_event in conversation conv-1, turn turn-1") {
-		t.Fatal("line not in plain words")
+	// Each line is a table row: absolute time, actor, action, the tool by
+	// its display name, where.
+	row := body[strings.Index(body, `data-testid="audit-line"`):]
+	row = visibleText(strings.ReplaceAll("<tr "+row[:strings.Index(row, "</tr>")], "</td>", " | "))
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d( Not sealed yet)? \| Maya Member \| approved \| Calendar · Create event ?calendar · create_event \| conversation conv-1, turn turn-1 \|`).MatchString(row) {
+		t.Fatalf("line not in columns: %q", row)
 	}
 	older := regexp.MustCompile(`href="([^"]+)" rel="next" data-testid="older"`).FindStringSubmatch(body)
 	if older == nil {

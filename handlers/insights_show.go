@@ -31,7 +31,9 @@ func (h *Handler) InsightsShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.InsightsView{Page: h.Page(c, "Insights", "insights"), Window: window, Windows: []string{"7d", "30d", "90d"}}
+	v := views.InsightsView{Page: h.Page(c, "Insights", "insights"), Window: window, Windows: []string{"7d", "30d", "90d"},
+		Rules: fmt.Sprintf("A tool is a “Candidate to loosen” after at least %d decisions with %.0f%% or more approved, and “Often expires” after at least %d requests with %.0f%% or more expired.",
+			loosenMinDecisions, loosenApproveRate*100, rerouteMinRequests, rerouteExpiryRate*100)}
 	for _, t := range list {
 		r := views.InsightRow{Tool: t.ToolDisplay, Connector: connectorLabel(t.ConnectorKind, t.ConnectorDisplay),
 			Requests: t.Requests, Approved: t.Approved, Rejected: t.Rejected, Expired: t.Expired,

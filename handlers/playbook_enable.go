@@ -26,6 +26,9 @@ func (h *Handler) PlaybookDisable(c echo.Context) error {
 // PlaybookSchedule sets the owner's playbook's schedule (a cron expression,
 // validated and shown in words); an empty one clears it.
 func (h *Handler) PlaybookSchedule(c echo.Context) error {
+	if c.Request().PostFormValue("preview") == "1" {
+		return h.schedulePreview(c)
+	}
 	expr, handled, err := h.formSchedule(c)
 	if handled {
 		return err

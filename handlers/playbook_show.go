@@ -11,8 +11,8 @@ import (
 )
 
 // PlaybookShow shows a playbook: its tools and their pre-approvals (with
-// why a lapsed one lapsed), its steps in order, and recent runs with the
-// calls they were refused. Owners and admins only; others get 404.
+// why a lapsed one lapsed), its steps in order, and recent runs with every
+// call they made. Owners and admins only; others get 404.
 func (h *Handler) PlaybookShow(c echo.Context) error {
 	v, err := h.playbookView(c)
 	if err != nil {
@@ -38,6 +38,7 @@ func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 	v := views.PlaybookView{Page: h.Page(c, p.Name, "playbooks"), ID: p.ID, Name: p.Name, Owner: p.OwnerName,
 		IsOwner: p.OwnerSubject == u.Subject, Enabled: p.Enabled, Schedule: p.Schedule, ScheduleInput: p.Schedule,
 		ScheduleWords: scheduleWords(p.Schedule, h.Now()), Now: h.Now()}
+	v.ScheduleNext, _ = approval.NextRuns(p.Schedule, h.Now(), 3) // none for no schedule
 	for _, s := range p.Definition.Steps {
 		sv := views.StepView{Title: s.Title, WorkType: s.WorkType.ID + " v" + s.WorkType.Version}
 		for _, t := range s.Tools {
@@ -53,7 +54,8 @@ func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 	return v, nil
 }
 
-// runRows shows recent runs with what to do about each refusal: a refused
+// runRows shows recent runs with every call they made, and what to do
+// about each refusal: a refused
 // start names the playbook's state or each tool's lapse; a refused call of
 // a tool no step uses says how to add it to the definition.
 func runRows(def approval.Definition, runs []db.RunView) []views.RunRow {
@@ -71,9 +73,10 @@ func runRows(def approval.Definition, runs []db.RunView) []views.RunRow {
 			}
 			row.RefusedPairs = append(row.RefusedPairs, sr)
 		}
-		for _, f := range r.Refusals {
-			row.Refusals = append(row.Refusals, views.RefusalRow{Tool: f.Label, CallID: f.CallID, Code: f.Code,
-				Pair: f.Pair.String(), OutsideDefinition: !inDefinition[f.Pair]})
+		for _, f := range r.Calls {
+			row.Calls = append(row.Calls, views.RunCallRow{Allowed: f.Allowed(), ByPolicy: f.Code == db.RunCallAllowedByPolicy,
+				RefusalRow: views.RefusalRow{Tool: f.Label, CallID: f.CallID, Code: f.Code,
+					Pair: f.Pair.String(), OutsideDefinition: !inDefinition[f.Pair]}})
 		}
 		rows = append(rows, row)
 	}

@@ -16,7 +16,10 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := h.policyForm(c, t)
+	f, err := h.policyForm(c, t)
+	if err != nil {
+		return err
+	}
 	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
 	f.MaxGrant = t.MaxGrant()
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
@@ -35,7 +38,13 @@ func (h *Handler) toolParam(c echo.Context) (db.Tool, error) {
 	return h.DB.ToolByID(c.Request().Context(), id)
 }
 
-func (h *Handler) policyForm(c echo.Context, t db.Tool) views.PolicyForm {
-	return views.PolicyForm{Page: h.Page(c, t.DisplayName+" · Policies", "policies"), Tool: policyItem(t, false),
+func (h *Handler) policyForm(c echo.Context, t db.Tool) (views.PolicyForm, error) {
+	f := views.PolicyForm{Page: h.Page(c, t.DisplayName+" · Policies", "policies"), Tool: policyItem(t, false),
 		Connector: connectorLabel(t.ConnectorKind, t.ConnectorDisplay)}
+	keys, err := h.DB.ToolArgumentKeys(c.Request().Context(), t.ID)
+	if err != nil {
+		return f, err
+	}
+	f.Arguments, f.Examples = conditionHelp(keys)
+	return f, nil
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -21,11 +22,13 @@ func (h *Handler) PolicyList(c echo.Context) error {
 	for _, r := range rows {
 		k := r.Connector
 		if k != key {
-			title := connectorLabel(r.ConnectorKind, r.ConnectorDisplay)
-			if r.ConnectorKind != "builtin" && r.ConnectorDisplay != r.Connector {
-				title += " (" + r.Connector + ")"
+			g := views.PolicyGroup{Title: connectorLabel(r.ConnectorKind, r.ConnectorDisplay), Deleted: r.ConnectorDeleted}
+			// The connector's own name is shown only when it says more
+			// than its display name ("Calendar", not "Calendar (calendar)").
+			if r.ConnectorKind != "builtin" && !strings.EqualFold(r.ConnectorDisplay, r.Connector) {
+				g.Name = r.Connector
 			}
-			v.Groups = append(v.Groups, views.PolicyGroup{Title: title, Deleted: r.ConnectorDeleted})
+			v.Groups = append(v.Groups, g)
 			key = k
 		}
 		g := &v.Groups[len(v.Groups)-1]

@@ -23,7 +23,10 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f := h.policyForm(c, t)
+	f, err := h.policyForm(c, t)
+	if err != nil {
+		return err
+	}
 	f.Mode = approval.Mode(c.Request().PostFormValue("mode"))
 	f.Standing = c.Request().PostFormValue("standing_approval") == "1"
 	f.Condition = strings.TrimSpace(c.Request().PostFormValue("condition"))
@@ -76,7 +79,7 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.flash(c, fmt.Sprintf("Saved: %s now %s (policy version %d).", saved.DisplayName, strings.ToLower(modeWords(p.Mode)), saved.PolicyVersion), false)
+	h.flash(c, fmt.Sprintf("Saved %s (policy version %d): %s.", saved.DisplayName, saved.PolicyVersion, policyChanges(t, p)), false)
 	return redirect(c, "/admin/policies")
 }
 
@@ -90,14 +93,42 @@ func impactView(i db.Impact, p approval.Policy) views.ImpactView {
 	return v
 }
 
-func modeWords(m approval.Mode) string {
+// policyChanges says what saving p changes of t's policy, part by part.
+func policyChanges(t db.Tool, p approval.Policy) string {
+	var parts []string
+	if old := approval.Mode(t.Mode); old != p.Mode {
+		parts = append(parts, "mode "+modeName(old)+" → "+modeName(p.Mode))
+	}
+	if t.StandingApproval != p.StandingApproval {
+		parts = append(parts, "standing approval "+offered(t.StandingApproval)+" → "+offered(p.StandingApproval))
+	}
+	switch {
+	case t.Condition == p.Condition:
+	case t.Condition == "":
+		parts = append(parts, "condition added: "+p.Condition)
+	case p.Condition == "":
+		parts = append(parts, "condition removed (was "+t.Condition+")")
+	default:
+		parts = append(parts, "condition "+t.Condition+" → "+p.Condition)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func modeName(m approval.Mode) string {
 	switch m {
 	case approval.ModeAllow:
-		return "runs without asking"
+		return "Allow"
 	case approval.ModeBlock:
-		return "is blocked"
+		return "Block"
 	}
-	return "requires approval"
+	return "Require approval"
+}
+
+func offered(b bool) string {
+	if b {
+		return "offered"
+	}
+	return "not offered"
 }
 
 // testPolicy says what the check would answer for sample arguments under p

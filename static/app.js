@@ -18,11 +18,34 @@
     }
   });
   // A server-rendered dialog becomes modal: focus stays inside, Escape
-  // closes it (and returns to the page, like Cancel).
+  // closes it (and returns to the page, like Cancel). When the control that
+  // opened it is on the page behind (data-return-focus), closing returns
+  // focus there, and the address becomes the page's own (data-cancel) so
+  // that a reload does not post again.
   document.querySelectorAll('dialog[data-modal][open]').forEach(function (d) {
     d.close();
     d.showModal();
-    d.addEventListener('cancel', function () { window.location.assign(d.dataset.cancel || window.location.pathname); });
+    var back = d.dataset.returnFocus ? document.querySelector(d.dataset.returnFocus) : null;
+    function leave(e) {
+      if (!back) { window.location.assign(d.dataset.cancel || window.location.pathname); return; }
+      if (e) { e.preventDefault(); }
+      d.close();
+      if (d.dataset.cancel && window.history.replaceState) { window.history.replaceState(null, '', d.dataset.cancel); }
+      if (!e || e.type !== 'keydown') { back.focus(); return; }
+      // Pressed from the keyboard: focus returns once the key is up, so
+      // that the rest of this key press cannot press the control too.
+      var done = false;
+      function restore() { if (!done) { done = true; document.removeEventListener('keyup', restore, true); back.focus(); } }
+      document.addEventListener('keyup', restore, true);
+      window.setTimeout(restore, 500);
+    }
+    d.addEventListener('cancel', function (e) { leave(e); });
+    d.querySelectorAll('[data-dialog-cancel]').forEach(function (a) {
+      a.addEventListener('click', leave);
+      // A link follows Enter on key down; the key press that comes after
+      // would land on the control focus returned to and press it too.
+      a.addEventListener('keydown', function (e) { if (e.key === 'Enter') { leave(e); } });
+    });
   });
   // Keep focus sensible when a decided card is replaced.
   document.addEventListener('htmx:afterSwap', function (e) {
@@ -430,5 +453,47 @@
         window.location.reload();
       });
     }).catch(function () { show('failed'); }).then(function () { button.disabled = false; });
+  });
+})();
+
+// Admin screens and playbooks: copying a new key, schedule presets.
+(function () {
+  // Copy: the button names the element whose text it copies. It is shown
+  // only when this script runs; without it the key is selectable text.
+  document.querySelectorAll('[data-copy]').forEach(function (b) {
+    var source = document.getElementById(b.getAttribute('data-copy'));
+    var status = b.parentNode.querySelector('[data-copy-status]');
+    if (!source) { return; }
+    b.hidden = false;
+    function said(msg) { if (status) { status.textContent = msg; } }
+    function selectText() {
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+    }
+    b.addEventListener('click', function () {
+      var text = source.textContent.trim();
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(function () { said('Copied.'); },
+          function () { selectText(); said('Copy was blocked: the key is selected, press Ctrl+C or ⌘C.'); });
+      } else {
+        selectText();
+        said('The key is selected: press Ctrl+C or ⌘C to copy it.');
+      }
+    });
+  });
+  // Schedule presets put their expression in the cron field; the field's
+  // change asks the server for the next run times.
+  document.querySelectorAll('[data-cron-preset]').forEach(function (b) {
+    b.hidden = false;
+    b.addEventListener('click', function () {
+      var field = document.getElementById(b.getAttribute('data-cron-target'));
+      if (!field) { return; }
+      field.value = b.getAttribute('data-cron-preset');
+      field.dispatchEvent(new Event('change', { bubbles: true }));
+      field.focus();
+    });
   });
 })();

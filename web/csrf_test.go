@@ -131,7 +131,7 @@ func TestAPIAuth(t *testing.T) {
 		if err != nil || id == 0 {
 			t.Fatalf("key not listed: %v", err)
 		}
-		resp, _ := admin.PostForm("/admin/api-keys/"+itoa(id)+"/revoke", url.Values{})
+		resp, _ := admin.PostForm("/admin/api-keys/"+itoa(id)+"/revoke", url.Values{"confirm": {"yes"}})
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("revoke: %d", resp.StatusCode)
 		}

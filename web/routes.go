@@ -88,7 +88,9 @@ func (s *Server) routes() {
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)
 	admin.POST("/webhooks/:id/delete", h.WebhookDelete)
 
-	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
+	// Unknown pages pass through the browser middleware, so that the 404
+	// page of a signed-in person keeps the navigation.
+	browser.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

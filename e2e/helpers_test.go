@@ -140,6 +140,16 @@ func cardFor(t *testing.T, ctx context.Context, e *testenv.Env, callID string) s
 		time.Sleep(5 * time.Millisecond)
 	}
 	sel := `li[data-approval-id="` + id + `"]`
+	// A card that arrives while another is being read waits behind the
+	// "N new — show" bar (the list stays still): show it.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('`+sel+`')`)); err != nil {
+		t.Fatal("card did not arrive:", err)
+	}
+	if eval[bool](t, ctx, `!!document.querySelector('#pending-new `+sel+`') && !document.querySelector('[data-new-bar]').hidden`) {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="show-new"]`))); err != nil {
+			t.Fatal("show new:", err)
+		}
+	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 		t.Fatal("card did not appear:", err)
 	}

@@ -54,6 +54,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 	}
 	card := views.ApprovalCard{
 		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
+		Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
 		AgentReason: a.AgentReason, Preview: a.Preview,
 		Decisions: decisions, Destructive: ann.Destructive(), SendsOut: ann.OpenWorld() && !ann.ReadOnly(),

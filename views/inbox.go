@@ -13,7 +13,12 @@ type ApprovalCard struct {
 	ID               string
 	ToolDisplay      string
 	ConnectorDisplay string
-	ConversationID   string
+	// Connector and Tool are the stable names ("connector · tool"), shown
+	// small under the display names so that a display name cannot pass for
+	// another tool.
+	Connector      string
+	Tool           string
+	ConversationID string
 	// ConversationTitle is the runtime's label for the conversation, if sent.
 	ConversationTitle string
 	TurnID            string
@@ -136,7 +141,7 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 // argument key or value, the raw arguments, the agent's reason, the names
 // and ids) holds a hidden or direction-changing character.
 func (c ApprovalCard) HasHidden() bool {
-	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.ConversationID, c.TurnID) ||
+	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.Connector, c.Tool, c.ConversationID, c.TurnID) ||
 		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
 		return true
 	}

@@ -34,14 +34,23 @@ type PreviewLine struct {
 // top-level key in the order sent, or the shortened raw text when the
 // arguments could not be parsed.
 type ArgumentPreview struct {
-	Parsed       bool          `json:"parsed"`
-	Lines        []PreviewLine `json:"lines,omitempty"`
-	MoreKeys     int           `json:"more_keys,omitempty"`
-	Raw          string        `json:"raw,omitempty"`
-	RawLength    int           `json:"raw_length,omitempty"`
-	RawShortened bool          `json:"raw_shortened,omitempty"`
-	RawHidden    bool          `json:"raw_hidden,omitempty"` // the full raw text holds hidden characters
-	Problem      string        `json:"problem,omitempty"`
+	Parsed   bool          `json:"parsed"`
+	Lines    []PreviewLine `json:"lines,omitempty"`
+	MoreKeys int           `json:"more_keys,omitempty"`
+	// MoreHidden is set when a key beyond the shown lines, or its value,
+	// holds hidden characters.
+	MoreHidden bool `json:"more_hidden,omitempty"`
+	// MoreDestinations names the keys beyond the shown lines that usually
+	// say where data goes (bcc, url…), shortened like a key.
+	MoreDestinations []string `json:"more_destinations,omitempty"`
+	// LookAlike lists every host name with look-alike characters found in
+	// any destination-like value read in full, shown or not.
+	LookAlike    []HostCheck `json:"look_alike,omitempty"`
+	Raw          string      `json:"raw,omitempty"`
+	RawLength    int         `json:"raw_length,omitempty"`
+	RawShortened bool        `json:"raw_shortened,omitempty"`
+	RawHidden    bool        `json:"raw_hidden,omitempty"` // the full raw text holds hidden characters
+	Problem      string      `json:"problem,omitempty"`
 	// Removed is set when the preview was deleted after the retention period.
 	Removed bool `json:"removed,omitempty"`
 }
@@ -70,6 +79,7 @@ func Preview(a Arguments) ArgumentPreview {
 		hidden := HasHidden(m.Key, SingleLine) || HasHidden(full, MultiLine)
 		p.Lines = append(p.Lines, PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden})
 	}
+	checkWhole(&p, a.Members)
 	return p
 }
 

@@ -28,6 +28,11 @@ type PreviewLine struct {
 	// holds characters a reader cannot see (see Visible), so the card warns
 	// even when they sit beyond the cut.
 	Hidden bool `json:"hidden,omitempty"`
+	// KeyShortened is set when the key is longer than PreviewKeyChars: Key
+	// is its beginning and KeyLength its length, so that two keys differing
+	// only past the cut are never shown as the same key.
+	KeyShortened bool `json:"key_shortened,omitempty"`
+	KeyLength    int  `json:"key_length,omitempty"`
 }
 
 // ArgumentPreview is what a reviewer sees of the arguments: one line per
@@ -55,6 +60,11 @@ type ArgumentPreview struct {
 	Removed bool `json:"removed,omitempty"`
 }
 
+// KeyNote is the words shown with a shortened key.
+func KeyNote(length int) string {
+	return "(key of " + strconv.Itoa(length) + " characters, shown in part)"
+}
+
 // ShortNote is the words shown under a shortened value.
 func ShortNote(length int) string {
 	return "(showing part of " + strconv.Itoa(length) + " characters)"
@@ -73,11 +83,15 @@ func Preview(a Arguments) ArgumentPreview {
 			p.MoreKeys = len(a.Members) - PreviewMaxLines
 			break
 		}
-		key, _, _ := shorten(m.Key, PreviewKeyChars)
+		key, keyLen, keyShort := shorten(m.Key, PreviewKeyChars)
 		full := valueText(m.Value)
 		val, n, short := shortenValue(full)
 		hidden := HasHidden(m.Key, SingleLine) || HasHidden(full, MultiLine)
-		p.Lines = append(p.Lines, PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden})
+		line := PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden}
+		if keyShort {
+			line.KeyShortened, line.KeyLength = true, keyLen
+		}
+		p.Lines = append(p.Lines, line)
 	}
 	checkWhole(&p, a.Members)
 	return p

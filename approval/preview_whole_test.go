@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // manyKeys is an object of n harmless keys followed by extra members.
@@ -58,5 +59,23 @@ func TestPreviewLookAlikeBeyondCut(t *testing.T) {
 		if len(p.LookAlike) != 1 || p.LookAlike[0].Host != "pаypal.com" {
 			t.Errorf("%s: look-alike %+v", name, p.LookAlike)
 		}
+	}
+}
+
+// A key longer than the preview keeps is marked as shortened, with its
+// length, so two keys differing only past the cut are told apart.
+func TestPreviewMarksLongKeys(t *testing.T) {
+	base := strings.Repeat("k", 90)
+	p := Preview(ParseArguments(`{"` + base + `_NOT":"5","` + base + `_YES":"500000","short":"1"}`))
+	for _, l := range p.Lines[:2] {
+		if !l.KeyShortened || l.KeyLength != 94 || utf8.RuneCountInString(l.Key) != PreviewKeyChars {
+			t.Errorf("long key: %+v", l)
+		}
+	}
+	if p.Lines[2].KeyShortened || p.Lines[2].KeyLength != 0 {
+		t.Errorf("short key marked: %+v", p.Lines[2])
+	}
+	if KeyNote(94) != "(key of 94 characters, shown in part)" {
+		t.Error(KeyNote(94))
 	}
 }

@@ -81,3 +81,22 @@ func TestCardLookAlikeBeyondCut(t *testing.T) {
 		}
 	}
 }
+
+// Two keys that differ only past the cut are never shown as the same key:
+// each is marked as shortened, with its length, and the whole key can be
+// read while the call waits.
+func TestCardMarksLongKeys(t *testing.T) {
+	l := newLoop(t)
+	base := strings.Repeat("k", 90)
+	id := l.pending(t, l.call("mail", "send_email", `{"`+base+`_NOT":"5","`+base+`_YES":"500000"}`))
+	card := cardHTML(t, l, id)
+	if strings.Count(card, `data-testid="key-cut"`) != 2 || !strings.Contains(card, "(key of 94 characters, shown in part)") {
+		t.Fatal("long keys not marked as shortened")
+	}
+	if !strings.Contains(card, base[:80]+`</bdi>…`) || !strings.Contains(card, `href="/approvals/`+id+`/values/1"`) {
+		t.Fatal("no ellipsis, or no way to read the whole key")
+	}
+	if _, body := getHTMX(l.Member, l.BaseURL, "/approvals/"+id+"/values/1"); !strings.Contains(body, `data-testid="full-key"`) || !strings.Contains(body, base+"_YES") {
+		t.Fatal("the expansion does not show the whole key")
+	}
+}

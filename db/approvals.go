@@ -147,13 +147,18 @@ func (d *DB) ApprovalForOwner(ctx context.Context, id, subject string) (Approval
 	return a, translate("get approval", err)
 }
 
+// PendingLimit is the most pending items PendingFor lists; the inbox says
+// when more wait.
+const PendingLimit = 200
+
 // PendingFor lists an owner's pending items, the one that expires first
 // on top: the list is read in the order the answers are due, and a new item
-// (which expires last) never pushes down the ones being read.
+// (which expires last) never pushes down the ones being read. Past
+// PendingLimit, the ones that expire last are left out.
 func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
 		WHERE a.owner_subject = $1 AND a.status = 'pending' AND a.expires_at > now()
-		ORDER BY a.expires_at, a.created_at, a.id LIMIT 200`, subject))
+		ORDER BY a.expires_at, a.created_at, a.id LIMIT $2`, subject, PendingLimit))
 	return list, translate("list pending", err)
 }
 

@@ -31,6 +31,14 @@ func (h *Handler) InboxList(c echo.Context) error {
 	}
 	v := views.InboxView{Page: h.Page(c, "Inbox", "inbox"), PendingKey: pendingKey(pending)}
 	v.Pending = h.cards(c, pending)
+	if len(pending) >= db.PendingLimit {
+		// The list stops at the limit; say how many wait in all.
+		n, err := h.DB.PendingCountFor(ctx, u.Subject)
+		if err != nil {
+			return err
+		}
+		v.Waiting = max(n, len(pending))
+	}
 	for _, a := range recent {
 		v.Recent = append(v.Recent, h.decidedRow(a))
 	}

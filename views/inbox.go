@@ -83,7 +83,10 @@ type InboxView struct {
 	Page       Page
 	Pending    []ApprovalCard
 	PendingKey string // names the pending set the page shows, for the event stream
-	Recent     []DecidedRow
+	// Waiting is how many calls wait in all when the list stops short of
+	// them (zero when it shows every one).
+	Waiting int
+	Recent  []DecidedRow
 }
 
 // destinationValue is the value of the first argument that names where a
@@ -185,3 +188,6 @@ func hiddenNote(l approval.PreviewLine) string {
 	}
 	return "Holds hidden characters in the part not shown"
 }
+
+// Truncated reports whether more calls wait than the list shows.
+func (v InboxView) Truncated() bool { return v.Waiting > len(v.Pending) }

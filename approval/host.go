@@ -10,16 +10,16 @@ import (
 // HostCheck is what a reviewer should know about the host name a call
 // sends data to.
 type HostCheck struct {
-	Host string // the host name as sent
+	Host string `json:"host"` // the host name as sent
 	// ASCII is the host's ASCII form as browsers and mail servers use it
 	// (each label with non-ASCII characters in punycode, "xn--…").
-	ASCII string
+	ASCII string `json:"ascii"`
 	// LookAlike is set when the host holds anything but ASCII: such a name
 	// can imitate another one letter for letter (Cyrillic "а" for "a").
-	LookAlike bool
+	LookAlike bool `json:"-"`
 	// Scripts names the writing systems mixed within one label, when they
 	// are; empty otherwise.
-	Scripts []string
+	Scripts []string `json:"scripts,omitempty"`
 }
 
 // DestinationHosts finds the host names in an argument value that names

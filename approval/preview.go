@@ -28,22 +28,41 @@ type PreviewLine struct {
 	// holds characters a reader cannot see (see Visible), so the card warns
 	// even when they sit beyond the cut.
 	Hidden bool `json:"hidden,omitempty"`
+	// KeyShortened is set when the key is longer than PreviewKeyChars: Key
+	// is its beginning and KeyLength its length, so that two keys differing
+	// only past the cut are never shown as the same key.
+	KeyShortened bool `json:"key_shortened,omitempty"`
+	KeyLength    int  `json:"key_length,omitempty"`
 }
 
 // ArgumentPreview is what a reviewer sees of the arguments: one line per
 // top-level key in the order sent, or the shortened raw text when the
 // arguments could not be parsed.
 type ArgumentPreview struct {
-	Parsed       bool          `json:"parsed"`
-	Lines        []PreviewLine `json:"lines,omitempty"`
-	MoreKeys     int           `json:"more_keys,omitempty"`
-	Raw          string        `json:"raw,omitempty"`
-	RawLength    int           `json:"raw_length,omitempty"`
-	RawShortened bool          `json:"raw_shortened,omitempty"`
-	RawHidden    bool          `json:"raw_hidden,omitempty"` // the full raw text holds hidden characters
-	Problem      string        `json:"problem,omitempty"`
+	Parsed   bool          `json:"parsed"`
+	Lines    []PreviewLine `json:"lines,omitempty"`
+	MoreKeys int           `json:"more_keys,omitempty"`
+	// MoreHidden is set when a key beyond the shown lines, or its value,
+	// holds hidden characters.
+	MoreHidden bool `json:"more_hidden,omitempty"`
+	// MoreDestinations names the keys beyond the shown lines that usually
+	// say where data goes (bcc, url…), shortened like a key.
+	MoreDestinations []string `json:"more_destinations,omitempty"`
+	// LookAlike lists every host name with look-alike characters found in
+	// any destination-like value read in full, shown or not.
+	LookAlike    []HostCheck `json:"look_alike,omitempty"`
+	Raw          string      `json:"raw,omitempty"`
+	RawLength    int         `json:"raw_length,omitempty"`
+	RawShortened bool        `json:"raw_shortened,omitempty"`
+	RawHidden    bool        `json:"raw_hidden,omitempty"` // the full raw text holds hidden characters
+	Problem      string      `json:"problem,omitempty"`
 	// Removed is set when the preview was deleted after the retention period.
 	Removed bool `json:"removed,omitempty"`
+}
+
+// KeyNote is the words shown with a shortened key.
+func KeyNote(length int) string {
+	return "(key of " + strconv.Itoa(length) + " characters, shown in part)"
 }
 
 // ShortNote is the words shown under a shortened value.
@@ -64,12 +83,17 @@ func Preview(a Arguments) ArgumentPreview {
 			p.MoreKeys = len(a.Members) - PreviewMaxLines
 			break
 		}
-		key, _, _ := shorten(m.Key, PreviewKeyChars)
+		key, keyLen, keyShort := shorten(m.Key, PreviewKeyChars)
 		full := valueText(m.Value)
 		val, n, short := shortenValue(full)
 		hidden := HasHidden(m.Key, SingleLine) || HasHidden(full, MultiLine)
-		p.Lines = append(p.Lines, PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden})
+		line := PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden}
+		if keyShort {
+			line.KeyShortened, line.KeyLength = true, keyLen
+		}
+		p.Lines = append(p.Lines, line)
 	}
+	checkWhole(&p, a.Members)
 	return p
 }
 

@@ -85,10 +85,18 @@ func (a Approval) Message() string {
 const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, a.conversation_id, a.conversation_title, a.turn_id, a.call_id,
 	a.tool_id, a.connector, a.tool, a.arguments_digest, a.arguments_size, a.preview, a.agent_reason,
 	a.available_decisions, a.policy_version, a.status, a.scope, a.reviewer_id, a.reject_reason, a.reviewer_note, a.created_at,
-	a.expires_at, a.decided_at, a.consumed_at, a.end_code, t.display_name AS tool_display, c.display_name AS connector_display,
-	c.kind AS connector_kind, t.read_only_hint, t.destructive_hint, t.open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
+	a.expires_at, a.decided_at, a.consumed_at, a.end_code, s.tool_display_shown AS tool_display,
+	s.connector_display_shown AS connector_display, s.connector_kind_shown AS connector_kind,
+	s.read_only_hint_shown AS read_only_hint, s.destructive_hint_shown AS destructive_hint,
+	s.open_world_hint_shown AS open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in
-	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector`
+	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
+	CROSS JOIN LATERAL (SELECT COALESCE(a.shown_tool_display, t.display_name) AS tool_display_shown,
+		COALESCE(a.shown_connector_display, c.display_name) AS connector_display_shown,
+		COALESCE(a.shown_connector_kind, c.kind) AS connector_kind_shown,
+		CASE WHEN a.shown_hints_taken THEN a.shown_read_only_hint ELSE t.read_only_hint END AS read_only_hint_shown,
+		CASE WHEN a.shown_hints_taken THEN a.shown_destructive_hint ELSE t.destructive_hint END AS destructive_hint_shown,
+		CASE WHEN a.shown_hints_taken THEN a.shown_open_world_hint ELSE t.open_world_hint END AS open_world_hint_shown) s`
 
 func collectApprovals(rows pgx.Rows, err error) ([]Approval, error) {
 	if err != nil {
@@ -139,13 +147,18 @@ func (d *DB) ApprovalForOwner(ctx context.Context, id, subject string) (Approval
 	return a, translate("get approval", err)
 }
 
+// PendingLimit is the most pending items PendingFor lists; the inbox says
+// when more wait.
+const PendingLimit = 200
+
 // PendingFor lists an owner's pending items, the one that expires first
 // on top: the list is read in the order the answers are due, and a new item
-// (which expires last) never pushes down the ones being read.
+// (which expires last) never pushes down the ones being read. Past
+// PendingLimit, the ones that expire last are left out.
 func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
 		WHERE a.owner_subject = $1 AND a.status = 'pending' AND a.expires_at > now()
-		ORDER BY a.expires_at, a.created_at, a.id LIMIT 200`, subject))
+		ORDER BY a.expires_at, a.created_at, a.id LIMIT $2`, subject, PendingLimit))
 	return list, translate("list pending", err)
 }
 

@@ -265,17 +265,22 @@ func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 	}
 	// One round trip for the insert and the item read back as every reader
 	// sees it; the full text, kept only while the item waits, is another.
+	// What the reviewer is shown about the tool is kept with the item, so a
+	// later catalog sync cannot relabel a call already waiting.
 	list, err := collectApprovals(tx.Query(ctx, `
 		WITH ins AS (
 			INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
 				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
-				conversation_title)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval, $16)
+				conversation_title, shown_tool_display, shown_connector_display, shown_connector_kind, shown_hints_taken,
+				shown_read_only_hint, shown_destructive_hint, shown_open_world_hint)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval, $16,
+				$17, $18, $19, true, $20, $21, $22)
 			RETURNING *)
 		`+strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
 		req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
 		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout,
-		req.ConversationTitle))
+		req.ConversationTitle, tool.DisplayName, tool.ConnectorDisplay, tool.ConnectorKind,
+		tool.ReadOnlyHint, tool.DestructiveHint, tool.OpenWorldHint))
 	if err != nil {
 		return Approval{}, err
 	}

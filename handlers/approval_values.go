@@ -40,6 +40,14 @@ func (h *Handler) ApprovalValue(c echo.Context) error {
 		return echo.ErrNotFound
 	}
 	v.Key, v.Value, v.Length, v.Available = key, value, utf8.RuneCountInString(value), true
+	// Read in full, a destination may hold a look-alike host that the
+	// shortened line did not show: the expanded text warns about each.
+	switch {
+	case n == "raw":
+		v.LookAlike = approval.Preview(args).LookAlike
+	case approval.IsDestinationKey(key):
+		v.LookAlike = approval.LookAlikeHostsIn(value)
+	}
 	return h.renderValue(c, http.StatusOK, v)
 }
 
@@ -51,11 +59,12 @@ func (h *Handler) renderValue(c echo.Context, status int, v views.FullValueView)
 }
 
 // argumentValue picks the value a line of the preview shortened: the n-th
-// key in the order sent, or the raw text of arguments that could not be
-// read.
+// key in the order sent, or the raw text of the arguments as sent (for
+// arguments that could not be read, and for those with more keys than the
+// preview shows).
 func argumentValue(args approval.Arguments, n string) (string, string, bool) {
 	if n == "raw" {
-		return "raw", approval.FullText(args.Raw), !args.Parsed
+		return "raw", approval.FullText(args.Raw), true
 	}
 	i, err := strconv.Atoi(n)
 	if err != nil || !args.Parsed || i < 0 || i >= len(args.Members) || i >= approval.PreviewMaxLines {

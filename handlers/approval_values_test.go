@@ -63,7 +63,7 @@ func TestApprovalValueExpands(t *testing.T) {
 		}
 	})
 	t.Run("ErrNoSuchLine", func(t *testing.T) {
-		for _, n := range []string{"2", "-1", "x", "raw"} {
+		for _, n := range []string{"2", "-1", "x", "3x"} {
 			if resp, _ := getHTMX(l.Member, l.BaseURL, "/approvals/"+id+"/values/"+n); resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("line %s: %d", n, resp.StatusCode)
 			}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/labstack/echo/v4"
 )
@@ -42,12 +43,17 @@ func writeCount(w *echo.Response, pending []db.Approval) error {
 	return writeEvent(w, "count", string(b))
 }
 
-// writeArrived announces one new waiting call.
+// writeArrived announces one new waiting call. The names go out with their
+// hidden characters as markers: a desktop notification shows plain text, and
+// a bidi or zero-width character in it would reorder or hide what it says.
 func writeArrived(w *echo.Response, a db.Approval) error {
-	b, err := json.Marshal(streamArrived{ID: a.ID, Tool: a.ToolDisplay,
-		Connector: connectorLabel(a.ConnectorKind, a.ConnectorDisplay), URL: "/approvals/" + a.ID})
+	b, err := json.Marshal(streamArrived{ID: a.ID, Tool: marked(a.ToolDisplay),
+		Connector: marked(connectorLabel(a.ConnectorKind, a.ConnectorDisplay)), URL: "/approvals/" + a.ID})
 	if err != nil {
 		return err
 	}
 	return writeEvent(w, "arrived", string(b))
 }
+
+// marked is a name with each hidden character replaced by its marker.
+func marked(s string) string { return approval.Visible(s, approval.SingleLine).String() }

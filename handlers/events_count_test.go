@@ -115,3 +115,27 @@ func TestInboxStreamWithCount(t *testing.T) {
 		t.Fatal("the inbox does not ask for counts")
 	}
 }
+
+// The arrival event carries the names with hidden characters as markers:
+// a desktop notification is plain text, and a bidi control would reorder it.
+func TestArrivedMarksHiddenCharacters(t *testing.T) {
+	l := newLoop(t)
+	if _, err := l.DB.Pool.Exec(t.Context(), `UPDATE tools SET display_name = 'Send '||chr(8238)||'liame'||chr(8203)
+		WHERE connector = 'mail' AND name = 'send_email'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DB.Pool.Exec(t.Context(), `UPDATE connectors SET display_name = 'Ma'||chr(8207)||'il' WHERE name = 'mail'`); err != nil {
+		t.Fatal(err)
+	}
+	next := openStream(t, l, "/events?only=count")
+	decodeCount(t, next())
+	l.pending(t, l.call("mail", "send_email", `{"to":"a@acme.example"}`))
+	ev := next()
+	var arrived map[string]string
+	if ev[0] != "arrived" || json.Unmarshal([]byte(ev[1]), &arrived) != nil {
+		t.Fatalf("arrival: %q %s", ev[0], ev[1])
+	}
+	if arrived["tool"] != "Send ⟨U+202E⟩liame⟨U+200B⟩" || arrived["connector"] != "Ma⟨U+200F⟩il" {
+		t.Fatalf("arrival %q %q", arrived["tool"], arrived["connector"])
+	}
+}

@@ -155,3 +155,33 @@ func TestLateDecisionSaysWhichCall(t *testing.T) {
 		t.Fatalf("late decision without script: %d\n%s", resp.StatusCode, body)
 	}
 }
+
+// Past the list's limit the inbox says how many calls wait in all and
+// which ones it shows (those expiring first); under it, nothing is said.
+func TestInboxSaysWhenListStopsShort(t *testing.T) {
+	l := newLoop(t)
+	last := l.pending(t, l.call("mail", "send_email", `{"n":"last"}`))
+	if _, body := l.Member.Get("/"); strings.Contains(body, `data-testid="pending-truncated"`) {
+		t.Fatal("a notice while every call is shown")
+	}
+	// Copies of the item, all expiring before it, fill the list.
+	if _, err := l.DB.Pool.Exec(context.Background(), `INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id,
+		call_id, tool_id, connector, tool, arguments_digest, arguments_size, preview, agent_reason, available_decisions,
+		policy_version, expires_at)
+		SELECT owner_subject, api_key_id, conversation_id, turn_id, call_id || '-' || g, tool_id, connector, tool,
+			arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version,
+			now() + interval '1 minute' + g * interval '1 second'
+		FROM approvals, generate_series(1, 205) g WHERE id = $1`, last); err != nil {
+		t.Fatal(err)
+	}
+	_, body := l.Member.Get("/")
+	if n := strings.Count(body, `data-testid="approval-card"`); n != 200 {
+		t.Fatalf("%d cards", n)
+	}
+	if !strings.Contains(body, "Showing 200 of 206 waiting calls, those expiring first; decide some to see the rest.") {
+		t.Fatal("no notice that the list stops short")
+	}
+	if strings.Contains(body, `data-approval-id="`+last+`"`) {
+		t.Fatal("the call expiring last is shown instead of one expiring sooner")
+	}
+}

@@ -31,6 +31,14 @@ func (h *Handler) InboxList(c echo.Context) error {
 	}
 	v := views.InboxView{Page: h.Page(c, "Inbox", "inbox"), PendingKey: pendingKey(pending)}
 	v.Pending = h.cards(c, pending)
+	if len(pending) >= db.PendingLimit {
+		// The list stops at the limit; say how many wait in all.
+		n, err := h.DB.PendingCountFor(ctx, u.Subject)
+		if err != nil {
+			return err
+		}
+		v.Waiting = max(n, len(pending))
+	}
 	for _, a := range recent {
 		v.Recent = append(v.Recent, h.decidedRow(a))
 	}
@@ -54,6 +62,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 	}
 	card := views.ApprovalCard{
 		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
+		Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
 		AgentReason: a.AgentReason, Preview: a.Preview,
 		Decisions: decisions, Destructive: ann.Destructive(), SendsOut: ann.OpenWorld() && !ann.ReadOnly(),

@@ -145,8 +145,10 @@
     try { data = JSON.parse(e.data); } catch (err) { return; }
     // The tab being looked at shows the call already.
     if (!notifyOn() || (document.visibilityState === 'visible' && document.hasFocus())) { return; }
-    var n = new Notification(data.tool + ' is waiting for your answer', {
-      body: 'From ' + data.connector + '. Open to see the call and decide.', tag: 'countersign-' + data.id
+    // The names come with hidden characters as markers; each is isolated
+    // (FSI … PDI) so that its direction cannot spill into the words around.
+    var n = new Notification('\u2068' + data.tool + '\u2069 is waiting for your answer', {
+      body: 'From \u2068' + data.connector + '\u2069. Open to see the call and decide.', tag: 'countersign-' + data.id
     });
     n.onclick = function () { window.focus(); window.location.assign(data.url); n.close(); };
   }

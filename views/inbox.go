@@ -13,7 +13,12 @@ type ApprovalCard struct {
 	ID               string
 	ToolDisplay      string
 	ConnectorDisplay string
-	ConversationID   string
+	// Connector and Tool are the stable names ("connector · tool"), shown
+	// small under the display names so that a display name cannot pass for
+	// another tool.
+	Connector      string
+	Tool           string
+	ConversationID string
 	// ConversationTitle is the runtime's label for the conversation, if sent.
 	ConversationTitle string
 	TurnID            string
@@ -78,16 +83,16 @@ type InboxView struct {
 	Page       Page
 	Pending    []ApprovalCard
 	PendingKey string // names the pending set the page shows, for the event stream
-	Recent     []DecidedRow
+	// Waiting is how many calls wait in all when the list stops short of
+	// them (zero when it shows every one).
+	Waiting int
+	Recent  []DecidedRow
 }
-
-// destinationKeys are argument names that usually say where data goes.
-var destinationKeys = []string{"to", "recipient", "recipients", "url", "destination", "channel", "host", "email", "cc", "bcc", "path"}
 
 // destinationValue is the value of the first argument that names where a
 // call sends data.
 func destinationValue(p approval.ArgumentPreview) string {
-	for _, want := range destinationKeys {
+	for _, want := range approval.DestinationKeys() {
 		for _, l := range p.Lines {
 			if strings.EqualFold(l.Key, want) && l.Value != "" {
 				return l.Value
@@ -112,20 +117,25 @@ func DestinationOf(p approval.ArgumentPreview) string {
 
 // LookAlikeHosts lists the host names in the arguments that say where data
 // goes (every such argument, not only the one on the destination line)
-// that hold look-alike characters.
+// that hold look-alike characters: those the preview found in the full
+// values, shown or not, and those in the shown lines (all a preview made
+// before it recorded the former has).
 func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 	var out []approval.HostCheck
 	seen := map[string]bool{}
-	for _, want := range destinationKeys {
-		for _, l := range c.Preview.Lines {
-			if !strings.EqualFold(l.Key, want) {
-				continue
-			}
-			for _, h := range approval.DestinationHosts(l.Value) {
-				if hc := approval.CheckHost(h); hc.LookAlike && !seen[h] {
-					seen[h] = true
-					out = append(out, hc)
-				}
+	add := func(hc approval.HostCheck) {
+		if !seen[hc.Host] {
+			seen[hc.Host] = true
+			out = append(out, hc)
+		}
+	}
+	for _, hc := range c.Preview.LookAlike {
+		add(hc)
+	}
+	for _, l := range c.Preview.Lines {
+		if approval.IsDestinationKey(l.Key) {
+			for _, hc := range approval.LookAlikeHostsIn(l.Value) {
+				add(hc)
 			}
 		}
 	}
@@ -136,8 +146,8 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 // argument key or value, the raw arguments, the agent's reason, the names
 // and ids) holds a hidden or direction-changing character.
 func (c ApprovalCard) HasHidden() bool {
-	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.ConversationID, c.TurnID) ||
-		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
+	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.Connector, c.Tool, c.ConversationID, c.TurnID) ||
+		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || c.Preview.MoreHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
 		return true
 	}
 	for _, l := range c.Preview.Lines {
@@ -178,3 +188,6 @@ func hiddenNote(l approval.PreviewLine) string {
 	}
 	return "Holds hidden characters in the part not shown"
 }
+
+// Truncated reports whether more calls wait than the list shows.
+func (v InboxView) Truncated() bool { return v.Waiting > len(v.Pending) }

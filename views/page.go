@@ -15,8 +15,11 @@ type Page struct {
 	Pending int
 }
 
-// baseTitle is the tab title without the count.
-func (p Page) baseTitle() string { return p.Title + " · Countersign" }
+// baseTitle is the tab title without the count. A title may hold an
+// untrusted name (a tool's, a playbook's): its hidden and direction-changing
+// characters are shown as markers, since a title is plain text and a bidi
+// control in it would reorder the tab's words.
+func (p Page) baseTitle() string { return Marked(p.Title) + " · Countersign" }
 
 // tabTitle is the tab title: the count of waiting calls first, so that it
 // shows in a narrow tab, "(3) Inbox · Countersign".

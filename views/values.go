@@ -135,4 +135,6 @@ type FullValueView struct {
 	Value     string
 	Length    int
 	Available bool // false: the request no longer waits, the full text is gone
+	// LookAlike lists the look-alike host names in the value read in full.
+	LookAlike []approval.HostCheck
 }

@@ -63,7 +63,7 @@ func (d *DB) StartRun(ctx context.Context, key APIKey, id string) (Run, error) {
 		case !p.Enabled:
 			refusal = approval.Errorf(approval.KindConflict, approval.CodePlaybookDisabled, "The playbook %q is not enabled, so it cannot run.", p.Name)
 		case len(m) > 0:
-			refusal = &ApprovalRequiredError{Playbook: p.Name, Pairs: m}
+			refusal = &ApprovalRequiredError{Playbook: p.Name, Pairs: m, Fingerprint: p.Fingerprint}
 		}
 		if refusal != nil {
 			runID, err := recordRefusedStart(ctx, tx, key, p, refusal, m)

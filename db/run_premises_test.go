@@ -29,10 +29,11 @@ func preapprovedRun(t *testing.T) (*db.DB, db.Run) {
 	if _, err := store.SetToolPolicy(ctx, approval.SystemActor, "bank", "pay", approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.UpsertPlaybook(ctx, approval.SystemActor, "pb", "owner-1", runDef("v1")); err != nil {
+	pb, err := store.UpsertPlaybook(ctx, approval.SystemActor, "pb", "owner-1", runDef("v1"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := store.PreApprove(ctx, db.User{Subject: "owner-1"}, "pb"); err != nil || n != 1 {
+	if n, err := store.PreApprove(ctx, db.User{Subject: "owner-1"}, "pb", pb.Fingerprint); err != nil || n != 1 {
 		t.Fatal(n, err)
 	}
 	if _, err := store.SetPlaybookState(ctx, approval.SystemActor, "", "pb", true, nil); err != nil {
@@ -94,7 +95,11 @@ func TestRunPreapprovalPremises(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A new pre-approval is not the one the run laid out.
-			if n, err := store.PreApprove(ctx, owner, "pb"); err != nil || n != 1 {
+			pb, err := store.UpsertPlaybook(ctx, approval.SystemActor, "pb", "owner-1", runDef("v1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := store.PreApprove(ctx, owner, "pb", pb.Fingerprint); err != nil || n != 1 {
 				t.Fatal(n, err)
 			}
 		}},

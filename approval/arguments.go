@@ -124,17 +124,18 @@ func validate(raw string) string {
 		if dec.StackDepth() > MaxArgumentsDepth {
 			return "nested deeper than 32 levels"
 		}
-		if tok.Kind() == '0' && !exactDouble(tok.String()) {
+		if tok.Kind() == '0' && !ExactNumber(tok.String()) {
 			return "has a number too large or too precise to verify"
 		}
 		done = dec.StackDepth() == 0
 	}
 }
 
-// exactDouble reports whether the JSON number s means exactly the double
+// ExactNumber reports whether the JSON number s means exactly the double
 // that RFC 8785 will write for it, so that canonicalisation cannot make two
 // different numbers look the same (9007199254740993 would become ...992).
-func exactDouble(s string) bool {
+// Argument digests and playbook fingerprints both rely on it.
+func ExactNumber(s string) bool {
 	if len(s) > 64 {
 		return false
 	}

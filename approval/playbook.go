@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,6 +78,9 @@ func (d Definition) Validate() error {
 		if !v.IsValid() || v.Kind() != '{' {
 			return Errorf(KindInvalid, CodeInvalidRequest, "settings must be a JSON object.")
 		}
+		if field := inexactNumber(v); field != "" {
+			return Errorf(KindInvalid, CodeInvalidRequest, "%s: a number that cannot be represented exactly; send it as a string", field)
+		}
 	}
 	return nil
 }
@@ -136,6 +140,23 @@ func (d Definition) Fingerprint() (string, error) {
 	}
 	sum := sha256.Sum256(v)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// inexactNumber names the first number in settings that RFC 8785 would
+// round, or "": the fingerprint canonicalises settings, so two such numbers
+// (12345678901234567890 and ...999, or 1e400 and 2e400) would share one and
+// changing one into the other would lapse nothing.
+func inexactNumber(settings jsontext.Value) string {
+	dec := jsontext.NewDecoder(bytes.NewReader(settings))
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return "" // the end, or invalid JSON, which the fingerprint refuses
+		}
+		if tok.Kind() == '0' && !ExactNumber(tok.String()) {
+			return "settings" + strings.ReplaceAll(string(dec.StackPointer()), "/", ".")
+		}
+	}
 }
 
 type stepNoLayout struct {

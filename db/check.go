@@ -108,7 +108,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		in.Condition = evalCondition(tool.Condition, args, opt.Condition)
 		var playbookID string
 		if req.PlaybookRunID != "" {
-			if in.PreApproved, in.RunRefused, res.Playbook, playbookID, err = runFacts(ctx, tx, req.PlaybookRunID, tool.ID); err != nil {
+			if in.PreApproved, in.RunRefused, res.Playbook, playbookID, err = runFacts(ctx, tx, key, req.User, req.PlaybookRunID, tool.ID); err != nil {
 				return err
 			}
 		}

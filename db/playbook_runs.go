@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -64,7 +63,7 @@ func (d *DB) StartRun(ctx context.Context, key APIKey, id string) (Run, error) {
 		case !p.Enabled:
 			refusal = approval.Errorf(approval.KindConflict, approval.CodePlaybookDisabled, "The playbook %q is not enabled, so it cannot run.", p.Name)
 		case len(m) > 0:
-			refusal = &ApprovalRequiredError{Playbook: p.Name, Pairs: m}
+			refusal = &ApprovalRequiredError{Playbook: p.Name, Pairs: m, Fingerprint: p.Fingerprint}
 		}
 		if refusal != nil {
 			runID, err := recordRefusedStart(ctx, tx, key, p, refusal, m)
@@ -79,8 +78,12 @@ func (d *DB) StartRun(ctx context.Context, key APIKey, id string) (Run, error) {
 				run.Preapproved = append(run.Preapproved, s.Pair)
 			}
 		}
-		if err := tx.QueryRow(ctx, `INSERT INTO playbook_runs (playbook_id, fingerprint, preapproved) VALUES ($1, $2, $3) RETURNING id::text`,
-			id, p.Fingerprint, ids).Scan(&run.ID); err != nil {
+		// The run keeps the premises of its start: the key, the owner and
+		// the live pre-approval rows it laid out; runFacts re-checks them.
+		if err := tx.QueryRow(ctx, `INSERT INTO playbook_runs (playbook_id, fingerprint, preapproved, api_key_id, owner_subject, preapproval_ids)
+			VALUES ($1, $2, $3, $4, $5, ARRAY(SELECT pa.id FROM playbook_preapprovals pa WHERE pa.playbook_id = $1 AND pa.tool_id = ANY($3)
+				AND pa.revoked_at IS NULL AND pa.lapsed_at IS NULL)) RETURNING id::text`,
+			id, p.Fingerprint, ids, key.ID, p.OwnerSubject).Scan(&run.ID); err != nil {
 			return err
 		}
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: key.Actor(), Action: approval.ActionRunStarted, PlaybookID: id, RunID: run.ID,
@@ -116,18 +119,28 @@ func recordRefusedStart(ctx context.Context, tx pgx.Tx, key APIKey, p Playbook, 
 		RunID: runID, Detail: map[string]any{"code": code, "tools": len(pairs)}})
 }
 
-// runFacts is what the check needs of a run: whether the tool was laid
-// out, whether the run runs nothing (refused at start, or unknown), and
-// the playbook's name for the model's message.
-func runFacts(ctx context.Context, tx pgx.Tx, runID string, toolID int64) (preapproved, refused bool, playbook, playbookID string, err error) {
-	var ids []int64
+// runFacts is what the check needs of a run: whether the tool passes by
+// pre-approval, whether the run runs nothing (refused at start, or
+// unknown), and the playbook's name for the model's message. A run id is
+// not a bearer token: the tool passes only for the key that started the
+// run, for the playbook's owner at the start who still owns it, while the
+// playbook is enabled, and while the pre-approval row the run laid out for
+// the tool is live under the premises that hold now (invariant 9).
+func runFacts(ctx context.Context, tx pgx.Tx, key APIKey, user, runID string, toolID int64) (preapproved, refused bool, playbook, playbookID string, err error) {
 	var code string
-	err = tx.QueryRow(ctx, `SELECT r.preapproved, r.refused_code, p.name, p.id FROM playbook_runs r JOIN playbooks p ON p.id = r.playbook_id
-		WHERE r.id::text = $1`, runID).Scan(&ids, &code, &playbook, &playbookID)
+	err = tx.QueryRow(ctx, `SELECT r.refused_code, p.name, p.id,
+			r.api_key_id IS NOT DISTINCT FROM $3 AND r.owner_subject <> '' AND r.owner_subject = $4 AND p.owner_subject = r.owner_subject
+			AND p.enabled AND p.fingerprint = r.fingerprint AND $2 = ANY(r.preapproved)
+			AND EXISTS (SELECT 1 FROM playbook_preapprovals pa JOIN tools t ON t.id = pa.tool_id
+				WHERE pa.id = ANY(r.preapproval_ids) AND pa.playbook_id = p.id AND pa.tool_id = $2
+				AND pa.revoked_at IS NULL AND pa.lapsed_at IS NULL AND pa.fingerprint = p.fingerprint
+				AND pa.policy_version = t.policy_version AND pa.owner_subject = p.owner_subject)
+		FROM playbook_runs r JOIN playbooks p ON p.id = r.playbook_id
+		WHERE r.id::text = $1`, runID, toolID, key.ID, user).Scan(&code, &playbook, &playbookID, &preapproved)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, true, "", "", nil // an unknown run lays out nothing and runs nothing
 	}
-	return slices.Contains(ids, toolID), code != "", playbook, playbookID, err
+	return preapproved, code != "", playbook, playbookID, err
 }
 
 // Run call outcomes stored beside refusal codes. The run's calls share one

@@ -176,7 +176,7 @@ func (d *DB) SetPlaybookState(ctx context.Context, actor approval.Actor, owner, 
 				return err
 			}
 			if m := missing(states); len(m) > 0 {
-				return &ApprovalRequiredError{Playbook: p.Name, Pairs: m}
+				return &ApprovalRequiredError{Playbook: p.Name, Pairs: m, Fingerprint: p.Fingerprint}
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE playbooks SET enabled = $2, schedule = $3, updated_at = now() WHERE id = $1`, id, enabled, schedule); err != nil {

@@ -13,8 +13,12 @@ import (
 // ApprovalRequiredError refuses to enable, schedule or run a playbook whose
 // required pairs lack a valid pre-approval.
 type ApprovalRequiredError struct {
-	Playbook string
-	Pairs    []PairState // the missing ones
+	Playbook    string
+	Pairs       []PairState // the missing ones
+	Fingerprint string      // the definition the pairs were worked out for
+	// Changed reports a pre-approval refused because the definition is no
+	// longer the one the owner was shown.
+	Changed bool
 }
 
 func (e *ApprovalRequiredError) Error() string {
@@ -65,8 +69,11 @@ func lapsePreapprovals(ctx context.Context, tx pgx.Tx, reason, where string, arg
 }
 
 // PreApprove records the owner's pre-approval of every required pair that
-// lacks one, under the premises that hold now. Only the owner may.
-func (d *DB) PreApprove(ctx context.Context, owner User, id string) (int, error) {
+// lacks one, under the premises that hold now. Only the owner may, and only
+// for the definition they were shown: fingerprint must be the playbook's,
+// read under its row lock, or nothing is approved and an
+// *ApprovalRequiredError with Changed set carries the current pairs.
+func (d *DB) PreApprove(ctx context.Context, owner User, id, fingerprint string) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		p, err := getPlaybook(ctx, tx, id, true)
@@ -79,6 +86,9 @@ func (d *DB) PreApprove(ctx context.Context, owner User, id string) (int, error)
 		states, err := pairStates(ctx, tx, p)
 		if err != nil {
 			return err
+		}
+		if fingerprint != p.Fingerprint {
+			return &ApprovalRequiredError{Playbook: p.Name, Pairs: missing(states), Fingerprint: p.Fingerprint, Changed: true}
 		}
 		for _, s := range missing(states) {
 			// A lapsed live row would block the unique index: close it.

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/countersign/countersign/approval"
@@ -78,6 +80,9 @@ func (h *Handler) APIPlaybookEnable(c echo.Context) error {
 // refused start is answered 409 with its code and the run_id under which
 // the refusal was recorded (that run runs nothing).
 func (h *Handler) APIPlaybookRun(c echo.Context) error {
+	if err := decodeEmptyBody(c); err != nil {
+		return err
+	}
 	run, err := h.DB.StartRun(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"))
 	var refused *db.RunRefusedError
 	if !errors.As(err, &refused) {
@@ -94,4 +99,23 @@ func (h *Handler) APIPlaybookRun(c echo.Context) error {
 		return refused.Err
 	}
 	return c.JSON(http.StatusConflict, map[string]any{"error": map[string]any{"code": e.Code, "message": e.Message, "run_id": refused.RunID}})
+}
+
+// decodeEmptyBody accepts no body or an empty JSON object, and refuses
+// anything else as every other endpoint does: a field the server ignores
+// would let a client believe it asked for something it did not get.
+func decodeEmptyBody(c echo.Context) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he // 413 from the body limit
+		}
+		return invalid("The request body could not be read.")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	c.Request().Body = io.NopCloser(bytes.NewReader(body))
+	return decodeJSON(c, &struct{}{})
 }

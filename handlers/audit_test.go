@@ -65,7 +65,7 @@ func TestAuditScenario(t *testing.T) {
 	savePolicy(t, admin, l.Env, sysID, url.Values{"mode": {"block"}})                              // policy changed
 	l.check(t, l.call("system", "run_command", args(9)))                                           // blocked by policy
 	l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())                                   // playbook registered
-	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{"then": {"enable"}}) // pre-approval granted ×2, playbook enabled
+	l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", approveCurrentDefinition(t, l)) // pre-approval granted ×2, playbook enabled
 	_, out := l.startRun(t)                                                                        // playbook run started
 	run := out["run_id"].(string)
 	inRun := l.call("mail", "send_email", args(1))

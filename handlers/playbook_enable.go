@@ -61,21 +61,7 @@ func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, 
 	p, err := h.DB.SetPlaybookState(c.Request().Context(), u.Actor(), u.Subject, id, enabled, schedule)
 	var are *db.ApprovalRequiredError
 	if errors.As(err, &are) {
-		v, verr := h.playbookView(c)
-		if verr != nil {
-			return verr
-		}
-		v.Dialog = &views.DialogView{Then: action}
-		if schedule != nil {
-			v.Dialog.Schedule = *schedule
-		}
-		for _, s := range are.Pairs {
-			v.Dialog.Pairs = append(v.Dialog.Pairs, pairView(s))
-		}
-		if action == "schedule" {
-			v.ScheduleInput = v.Dialog.Schedule
-		}
-		return Render(c, http.StatusConflict, views.Playbook(v))
+		return h.approvalDialog(c, are, action, schedule)
 	}
 	if err != nil {
 		return err
@@ -95,6 +81,27 @@ func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, 
 	return redirect(c, "/playbooks/"+id)
 }
 
+// approvalDialog answers 409 with the "Tool use approval" dialog for the
+// pairs that lack approval. The dialog's form carries the fingerprint they
+// were worked out for, so that approving approves what was shown.
+func (h *Handler) approvalDialog(c echo.Context, are *db.ApprovalRequiredError, action string, schedule *string) error {
+	v, err := h.playbookView(c)
+	if err != nil {
+		return err
+	}
+	v.Dialog = &views.DialogView{Then: action, Fingerprint: are.Fingerprint, Changed: are.Changed}
+	if schedule != nil {
+		v.Dialog.Schedule = *schedule
+	}
+	for _, s := range are.Pairs {
+		v.Dialog.Pairs = append(v.Dialog.Pairs, pairView(s))
+	}
+	if action == "schedule" {
+		v.ScheduleInput = v.Dialog.Schedule
+	}
+	return Render(c, http.StatusConflict, views.Playbook(v))
+}
+
 // PlaybookApprove records the owner's pre-approval of every tool the
 // playbook needs, then goes through with the enable or schedule that asked.
 // A schedule that is not a cron expression is refused before anything is
@@ -109,7 +116,15 @@ func (h *Handler) PlaybookApprove(c echo.Context) error {
 		}
 		schedule = expr
 	}
-	if _, err := h.DB.PreApprove(c.Request().Context(), *CurrentUser(c), c.Param("id")); err != nil {
+	_, err := h.DB.PreApprove(c.Request().Context(), *CurrentUser(c), c.Param("id"), c.Request().PostFormValue("fingerprint"))
+	var are *db.ApprovalRequiredError
+	if errors.As(err, &are) { // the playbook changed since the dialog was drawn
+		if then != "schedule" {
+			then = "enable"
+		}
+		return h.approvalDialog(c, are, then, &schedule)
+	}
+	if err != nil {
 		return err
 	}
 	switch then {

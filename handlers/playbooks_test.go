@@ -92,7 +92,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 		if !strings.Contains(body, "Send the digest, Book a follow-up") {
 			t.Fatal("the dialog does not name the steps using a tool")
 		}
-		resp, _ = l.Member.PostForm(page+"/approve", url.Values{"then": {"enable"}})
+		resp, _ = l.Member.PostForm(page+"/approve", url.Values{"then": {"enable"}, "fingerprint": {l.playbookFingerprint(t)}})
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatal(resp.StatusCode)
 		}
@@ -245,7 +245,7 @@ func TestPlaybookPreApproval(t *testing.T) {
 		}
 		admin := l.NewBrowser()
 		admin.SignIn("admin")
-		if resp, _ := admin.PostForm(page+"/approve", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		if resp, _ := admin.PostForm(page+"/approve", url.Values{"fingerprint": {l.playbookFingerprint(t)}}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatal(resp.StatusCode)
 		}
 		if status, _ := l.startRun(t); status != http.StatusOK {
@@ -275,7 +275,7 @@ func visibleText(body string) string {
 // approvePlaybook pre-approves the demo playbook's tools as the demo member.
 func (l *loop) approvePlaybook(t *testing.T) {
 	t.Helper()
-	resp, _ := l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{})
+	resp, _ := l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{"fingerprint": {l.playbookFingerprint(t)}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatal("approve:", resp.StatusCode)
 	}
@@ -284,7 +284,7 @@ func (l *loop) approvePlaybook(t *testing.T) {
 // approveAndEnable pre-approves the demo playbook's tools and enables it.
 func (l *loop) approveAndEnable(t *testing.T) {
 	t.Helper()
-	resp, _ := l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{"then": {"enable"}})
+	resp, _ := l.Member.PostForm("/playbooks/"+dev.DemoPlaybookID+"/approve", url.Values{"then": {"enable"}, "fingerprint": {l.playbookFingerprint(t)}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatal("approve and enable:", resp.StatusCode)
 	}
@@ -441,7 +441,7 @@ func TestPlaybookScheduleValidated(t *testing.T) {
 	})
 
 	t.Run("OK", func(t *testing.T) {
-		resp, _ := l.Member.PostForm(page+"/approve", url.Values{"then": {"schedule"}, "schedule": {" 0 9  * * 1-5 "}})
+		resp, _ := l.Member.PostForm(page+"/approve", url.Values{"then": {"schedule"}, "schedule": {" 0 9  * * 1-5 "}, "fingerprint": {l.playbookFingerprint(t)}})
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatal(resp.StatusCode)
 		}

@@ -171,10 +171,11 @@ func TestEventsOfEveryKind(t *testing.T) {
 	ctx := context.Background()
 	def := approval.Definition{Name: "Report", Steps: []approval.Step{{ID: "s", Title: "S", WorkType: approval.WorkType{ID: "w", Version: "1"},
 		Tools: []approval.Pair{{Connector: "mail", Tool: "send_email"}}}}}
-	if _, err := f.store.UpsertPlaybook(ctx, approval.SystemActor, "pb", f.user.Subject, def); err != nil {
+	pb, err := f.store.UpsertPlaybook(ctx, approval.SystemActor, "pb", f.user.Subject, def)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.store.PreApprove(ctx, f.user, "pb"); err != nil || n != 1 {
+	if n, err := f.store.PreApprove(ctx, f.user, "pb", pb.Fingerprint); err != nil || n != 1 {
 		t.Fatalf("pre-approve: %d %v", n, err)
 	}
 	if _, err := f.store.Pool.Exec(ctx, `DELETE FROM notification_events`); err != nil {

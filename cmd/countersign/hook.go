@@ -57,10 +57,17 @@ func orEnv(v *string, name string) {
 // printHookLine prints the hook command for a server, ready for an agent's
 // settings (docs/agents.md has the full snippets).
 func printHookLine(w io.Writer, baseURL, key, user string) {
-	bin, err := os.Executable()
-	if err != nil || strings.Contains(bin, "go-build") {
-		bin = "countersign" // go run: the binary is gone when it stops
-	}
+	bin := selfCommand()
 	fmt.Fprintln(w, "Claude Code hook (.claude/settings.json → hooks.PreToolUse, matcher \"*\", timeout 60; see docs/agents.md):")
 	fmt.Fprintf(w, "  %s hook --url %s --api-key %s --user %s\n", bin, baseURL, key, user)
+}
+
+// selfCommand is how a printed command line should call this binary: its
+// path, or "countersign" under go run, whose binary is gone when it stops.
+func selfCommand() string {
+	bin, err := os.Executable()
+	if err != nil || strings.Contains(bin, "go-build") {
+		return "countersign"
+	}
+	return bin
 }

@@ -94,6 +94,6 @@ func (h *headerFlag) Set(v string) error {
 // mcpWrapperLine is the command line that wraps an MCP server (here the
 // reference filesystem server) with the gateway for the development server.
 func mcpWrapperLine(baseURL, key string) string {
-	return "countersign mcp --url " + baseURL + " --api-key " + key + " --user " + dev.DemoMember.Subject +
+	return selfCommand() + " mcp --url " + baseURL + " --api-key " + key + " --user " + dev.DemoMember.Subject +
 		" --connector filesystem -- npx -y @modelcontextprotocol/server-filesystem ."
 }

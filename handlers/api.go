@@ -23,13 +23,9 @@ import (
 // mayHoldNUL lists members (as JSON Pointers, e.g. "/arguments") whose text
 // is passed on as sent and judged later, so a NUL there is not refused here.
 func decodeJSON(c echo.Context, v any, mayHoldNUL ...string) error {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := readBody(c)
 	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he // 413 from the body limit
-		}
-		return invalid("The request body could not be read.")
+		return err
 	}
 	if err := scanBody(body, mayHoldNUL); err != nil {
 		return err
@@ -165,4 +161,18 @@ func required(fields ...[2]string) error {
 		list = append(list, approval.Field{Name: f[0], Value: f[1], Rule: approval.RuleID, Required: true})
 	}
 	return approval.CheckFields(list...)
+}
+
+// readBody reads the whole request body; the body limit's 413 passes
+// through, any other failure is a 400.
+func readBody(c echo.Context) ([]byte, error) {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return nil, he // 413 from the body limit
+		}
+		return nil, invalid("The request body could not be read.")
+	}
+	return body, nil
 }

@@ -105,13 +105,9 @@ func (h *Handler) APIPlaybookRun(c echo.Context) error {
 // anything else as every other endpoint does: a field the server ignores
 // would let a client believe it asked for something it did not get.
 func decodeEmptyBody(c echo.Context) error {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := readBody(c)
 	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he // 413 from the body limit
-		}
-		return invalid("The request body could not be read.")
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil

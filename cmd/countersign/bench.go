@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -212,4 +213,18 @@ func (b *benchServer) nextCall() client.Call {
 func doJSON(ctx context.Context, base, key, method, path string, body, out any) error {
 	c := client.New(base, key)
 	return c.Do(ctx, method, path, body, out)
+}
+
+// openPending sends the next call of a tool that asks a person and returns
+// the pending item's id.
+func (b *benchServer) openPending(ctx context.Context) (string, error) {
+	var res struct {
+		Approval struct {
+			ID string `json:"id"`
+		} `json:"approval"`
+	}
+	if err := doJSON(ctx, b.base, b.key, http.MethodPost, "/api/v1/tool-calls", b.nextCall(), &res); err != nil {
+		return "", err
+	}
+	return res.Approval.ID, nil
 }

@@ -205,16 +205,11 @@ func (b *benchServer) prepareCheckPaths(ctx context.Context) ([]checkPath, error
 			return nil, err
 		}
 	}
-	call := b.nextCall()
-	var res struct {
-		Approval struct {
-			ID string `json:"id"`
-		} `json:"approval"`
-	}
-	if err := doJSON(ctx, b.base, b.key, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
+	id, err := b.openPending(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := b.db.Decide(ctx, res.Approval.ID, b.reviewer, approval.AlwaysAllow, ""); err != nil {
+	if _, err := b.db.Decide(ctx, id, b.reviewer, approval.AlwaysAllow, ""); err != nil {
 		return nil, err
 	}
 	return []checkPath{

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -26,16 +25,11 @@ func (b *benchServer) waiters(ctx context.Context, n int, stdout io.Writer) erro
 	const items = 100
 	ids := make([]string, 0, items)
 	for i := 0; i < items; i++ {
-		call := b.nextCall()
-		var res struct {
-			Approval struct {
-				ID string `json:"id"`
-			} `json:"approval"`
-		}
-		if err := doJSON(ctx, b.base, b.key, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
+		id, err := b.openPending(ctx)
+		if err != nil {
 			return err
 		}
-		ids = append(ids, res.Approval.ID)
+		ids = append(ids, id)
 	}
 	g0, h0 := settledStats()
 	subs0 := b.hub.Subscribers()

@@ -288,24 +288,23 @@
 
   // A question in a modal dialog: focus starts on Cancel and stays inside,
   // Escape cancels, and focus returns to where it was.
-  var dialog = null;
+  // Each question gets its own dialog element, removed when it closes: a
+  // close event still queued from an earlier question can then never
+  // answer a later one.
   function ask(opts) {
-    if (!dialog) {
-      dialog = document.createElement('dialog');
-      dialog.className = 'modal confirm';
-      dialog.setAttribute('aria-labelledby', 'confirm-title');
-      dialog.setAttribute('aria-describedby', 'confirm-body');
-      dialog.setAttribute('data-testid', 'confirm-dialog');
-      dialog.innerHTML = '<h2 id="confirm-title"></h2><div id="confirm-body"></div><div class="buttons"></div>';
-      document.body.appendChild(dialog);
-    }
+    var dialog = document.createElement('dialog');
+    dialog.className = 'modal confirm';
+    dialog.setAttribute('aria-labelledby', 'confirm-title');
+    dialog.setAttribute('aria-describedby', 'confirm-body');
+    dialog.setAttribute('data-testid', 'confirm-dialog');
+    dialog.innerHTML = '<h2 id="confirm-title"></h2><div id="confirm-body"></div><div class="buttons"></div>';
+    document.querySelectorAll('dialog[data-testid="confirm-dialog"]').forEach(function (old) { old.remove(); });
+    document.body.appendChild(dialog);
     var opener = document.activeElement;
     dialog.querySelector('h2').textContent = opts.title;
     var body = dialog.querySelector('#confirm-body');
-    body.textContent = '';
     opts.body.forEach(function (line) { var p = document.createElement('p'); p.textContent = line; body.appendChild(p); });
     var row = dialog.querySelector('.buttons');
-    row.textContent = '';
     var cancel = document.createElement('button');
     cancel.type = 'button';
     cancel.className = 'btn';
@@ -324,11 +323,11 @@
         row.appendChild(b);
       });
       cancel.addEventListener('click', function () { dialog.close(); });
-      dialog.addEventListener('close', function done() {
-        dialog.removeEventListener('close', done);
+      dialog.addEventListener('close', function () {
+        dialog.remove();
         if (opener && opener.focus && document.contains(opener)) { opener.focus(); }
         resolve(answer);
-      });
+      }, { once: true });
       dialog.showModal();
       cancel.focus();
     });

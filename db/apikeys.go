@@ -110,24 +110,49 @@ func (d *DB) RevokeAPIKey(ctx context.Context, id int64, by User) error {
 	return translate("revoke api key", err)
 }
 
+// errUnauthorized is the answer to a missing, unknown or revoked key.
+func errUnauthorized() error {
+	return approval.Errorf(approval.KindUnauthorized, approval.CodeUnauthorized,
+		"A valid API key is required: send Authorization: Bearer <key>.")
+}
+
+// apiKeyShaped says whether key could be a key at all; anything else is
+// refused without a query.
+func apiKeyShaped(key string) bool {
+	return strings.HasPrefix(key, apiKeyPrefix) && len(key) <= 200
+}
+
+// apiKeyAuthSQL reads the live key with hash $1.
+const apiKeyAuthSQL = `SELECT id, name, key_prefix, created_at, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`
+
+func scanAPIKey(row pgx.Row) (APIKey, error) {
+	var k APIKey
+	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &k.LastUsedAt)
+	return k, err
+}
+
+// noteAPIKeyUse writes the key's last use, at most once a minute.
+func (d *DB) noteAPIKeyUse(ctx context.Context, k APIKey) error {
+	if k.LastUsedAt != nil && time.Since(*k.LastUsedAt) <= time.Minute {
+		return nil
+	}
+	_, err := d.Pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE id = $1`, k.ID)
+	return err
+}
+
 // AuthenticateAPIKey returns the live key matching key, and notes its use at
 // most once a minute.
 func (d *DB) AuthenticateAPIKey(ctx context.Context, key string) (APIKey, error) {
-	unauthorized := approval.Errorf(approval.KindUnauthorized, approval.CodeUnauthorized,
-		"A valid API key is required: send Authorization: Bearer <key>.")
-	if !strings.HasPrefix(key, apiKeyPrefix) || len(key) > 200 {
-		return APIKey{}, unauthorized
+	if !apiKeyShaped(key) {
+		return APIKey{}, errUnauthorized()
 	}
 	// One read per request; the write happens at most once a minute.
-	var k APIKey
-	err := d.Pool.QueryRow(ctx, `
-		SELECT id, name, key_prefix, created_at, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
-		hashAPIKey(key)).Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &k.LastUsedAt)
+	k, err := scanAPIKey(d.Pool.QueryRow(ctx, apiKeyAuthSQL, hashAPIKey(key)))
 	if err == pgx.ErrNoRows {
-		return APIKey{}, unauthorized
+		return APIKey{}, errUnauthorized()
 	}
-	if err == nil && (k.LastUsedAt == nil || time.Since(*k.LastUsedAt) > time.Minute) {
-		_, err = d.Pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE id = $1`, k.ID)
+	if err == nil {
+		err = d.noteAPIKeyUse(ctx, k)
 	}
 	return k, translate("authenticate api key", err)
 }

@@ -12,7 +12,7 @@ import (
 // that its owner can expand a shortened value before deciding. The row
 // lives only while the item waits: a trigger deletes it as the item leaves
 // pending, on every path (decision, expiry, cancellation, an admin's block).
-func keepArguments(ctx context.Context, tx pgx.Tx, id, raw string) error {
+func keepArguments(ctx context.Context, tx execer, id, raw string) error {
 	_, err := tx.Exec(ctx, `INSERT INTO approval_arguments (approval_id, arguments) VALUES ($1::uuid, $2)`, id, []byte(raw))
 	return err
 }

@@ -16,7 +16,7 @@ import (
 // event is stored unsealed; the sealer chains it after the commit (see
 // SealAudit and migration 00010), so no request transaction waits for
 // another's audit line.
-func RecordAudit(ctx context.Context, tx pgx.Tx, ev approval.AuditEvent) error {
+func RecordAudit(ctx context.Context, tx execer, ev approval.AuditEvent) error {
 	detail := ev.Detail
 	if detail == nil {
 		detail = map[string]any{}

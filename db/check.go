@@ -59,21 +59,72 @@ type CheckOptions struct {
 // NOTIFY at commit), so nothing announces an item that could still vanish.
 func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckOptions) (CheckResult, error) {
 	args := approval.ParseArguments(req.Arguments)
-	res, decided, err := d.checkByPolicy(ctx, key, req, args, opt)
+	tool, found, err := d.readCheckTool(ctx, key, req, args)
 	if err != nil {
 		return CheckResult{}, translate("check", err)
 	}
-	if decided {
-		return res, nil
+	return d.check(ctx, key, req, args, opt, tool, found)
+}
+
+// CheckWithAPIKey is Check for a runtime that sent key: the key is
+// authenticated in the same round trip as the tool is read, so a call its
+// policy allows costs one round trip in all. A missing, unknown or revoked
+// key is refused, and nothing of the check is used.
+func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckRequest, opt CheckOptions) (CheckResult, APIKey, error) {
+	if !apiKeyShaped(rawKey) {
+		return CheckResult{}, APIKey{}, errUnauthorized()
 	}
-	for attempt := 0; attempt < 3; attempt++ {
+	args := approval.ParseArguments(req.Arguments)
+	hash := hashAPIKey(rawKey)
+	b := &pgx.Batch{}
+	var key APIKey
+	var live bool
+	b.Queue(apiKeyAuthSQL, hash).QueryRow(func(row pgx.Row) error {
+		var err error
+		key, err = scanAPIKey(row)
+		live = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	var tool Tool
+	var found bool
+	if req.PlaybookRunID == "" {
+		b.Queue(checkToolByKeyHashSQL, checkToolArgs(hash, req, args)...).Query(func(rows pgx.Rows) error {
+			var err error
+			tool, found, err = collectCheckTool(rows)
+			return err
+		})
+	}
+	if err := d.sendBatch(ctx, b); err != nil {
+		return CheckResult{}, APIKey{}, translate("check", err)
+	}
+	if !live {
+		return CheckResult{}, APIKey{}, errUnauthorized()
+	}
+	if err := d.noteAPIKeyUse(ctx, key); err != nil {
+		return CheckResult{}, APIKey{}, translate("check", err)
+	}
+	res, err := d.check(ctx, key, req, args, opt, tool, found)
+	return res, key, err
+}
+
+// check decides a call whose tool was read (found) without a transaction
+// where it can (checkFast), and otherwise in one.
+func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool, found bool) (CheckResult, error) {
+	var res CheckResult
+	var decided bool
+	var err error
+	if found {
+		res, decided, err = d.checkFast(ctx, key, req, args, opt, tool)
+	}
+	for attempt := 0; !decided && err == nil && attempt < 3; attempt++ {
 		err = d.checkTx(ctx, key, req, args, opt, &res)
 		// Two identical calls racing both insert; the loser retries and
 		// finds the winner's item. A policy changed between the read and
 		// the pending item's insert is read again.
-		if !isUniqueViolation(err) && !errors.Is(err, errToolChanged) {
-			break
-		}
+		decided = !isUniqueViolation(err) && !errors.Is(err, errToolChanged)
 	}
 	if err != nil {
 		return CheckResult{}, translate("check", err)
@@ -112,19 +163,27 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 				return err
 			}
 		}
-		if in.RejectionsThisTurn, err = rejectionsThisTurn(ctx, tx, req, tool.ID, args.Digest); err != nil {
-			return err
+		var f turnFacts
+		if req.PlaybookRunID == "" {
+			if f, err = readTurnFacts(ctx, tx, req, tool, args.Digest); err != nil {
+				return err
+			}
 		}
-		grants, err := validGrants(ctx, tx, req, tool)
-		if err != nil {
-			return err
-		}
-		in.ConversationGrant, in.AlwaysGrant = grants.conversation != 0, grants.always != 0
+		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
 		res.Outcome = approval.Evaluate(in)
 		if req.PlaybookRunID != "" {
 			return recordRunOutcome(ctx, tx, key, req, tool, playbookID, res.Outcome)
 		}
-		return d.applyOutcome(ctx, tx, key, req, args, tool, grants, &res, opt)
+		if res.Outcome.Verdict == approval.Pending && req.AttachToPending {
+			if err := holdToolPolicy(ctx, tx, tool); err != nil {
+				return err
+			}
+			if a, ok, err := findAttachable(ctx, tx, key, req, tool, args.Digest, opt.Timeout); err != nil || ok {
+				res.Approval = &a
+				return err
+			}
+		}
+		return applyOutcome(ctx, tx, key, req, args, tool, f, &res, opt)
 	})
 }
 
@@ -138,52 +197,74 @@ func evalCondition(cond string, args approval.Arguments, f ConditionFunc) approv
 	return f(cond, args)
 }
 
-func (d *DB) applyOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, args approval.Arguments,
-	tool Tool, grants grantIDs, res *CheckResult, opt CheckOptions) error {
+// applyOutcome records what the outcome means, in one round trip (one
+// batch, sent through s: the pool for an implicit transaction, or an open
+// transaction): an audited use of a standing grant, an audited refusal, or a
+// pending item with its full text, its outbox event, its audit event and the
+// notification that wakes its owner's screens. An allow by policy writes
+// nothing. A pending item is held to the tool's policy as read
+// (hold_tool_policy): a policy changed since fails the whole batch with
+// errToolChanged, and nothing of it is kept.
+func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckRequest, args approval.Arguments,
+	tool Tool, f turnFacts, res *CheckResult, opt CheckOptions) error {
 	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
 		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID}
+	b := &pgx.Batch{}
+	q := batchExec{b}
+	var created []Approval
 	o := res.Outcome
 	switch {
-	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant:
-		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": grants.conversation}
-		return useGrant(ctx, tx, grants.conversation, ev)
-	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow:
-		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": grants.always}
-		return useGrant(ctx, tx, grants.always, ev)
+	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
+		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": *f.ConversationGrant}
+		_ = useGrant(ctx, q, *f.ConversationGrant, ev)
+	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && f.AlwaysGrant != nil:
+		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": *f.AlwaysGrant}
+		_ = useGrant(ctx, q, *f.AlwaysGrant, ev)
 	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:
 		ev.Action = approval.ActionBlockedRepeated
-		return RecordAudit(ctx, tx, ev)
+		_ = RecordAudit(ctx, q, ev)
 	case o.Verdict == approval.Deny && o.Code == approval.CodeBlockedByPolicy:
 		ev.Action = approval.ActionBlockedByPolicy
-		return RecordAudit(ctx, tx, ev)
+		_ = RecordAudit(ctx, q, ev)
 	case o.Verdict == approval.Pending:
-		if err := holdToolPolicy(ctx, tx, tool); err != nil {
+		id := newApprovalID()
+		b.Queue(`SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
+		sql, params := pendingInsert(id, key, req, args, tool, opt.Timeout)
+		b.Queue(sql, params...).Query(func(rows pgx.Rows) error {
+			var err error
+			created, err = collectApprovals(rows, nil)
 			return err
+		})
+		_ = keepArguments(ctx, q, id, args.Raw)
+		_ = outboxApproval(ctx, q, EventApprovalRequested, Approval{ID: id, Status: approval.StatusPending,
+			OwnerSubject: req.User, Connector: tool.Connector, Tool: tool.Name})
+		ev.Action, ev.ApprovalID = approval.ActionRequested, id
+		_ = RecordAudit(ctx, q, ev)
+		_ = notify(ctx, q, Change{ApprovalID: id, Owner: req.User})
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
+		return nil
+	default:
+		return fmt.Errorf("db: check: no record for outcome %+v", o)
+	}
+	if err := s.SendBatch(ctx, b).Close(); err != nil {
+		return toolChanged(err)
+	}
+	if o.Verdict == approval.Pending {
+		if len(created) != 1 {
+			return fmt.Errorf("db: create pending: %d rows", len(created))
 		}
-		if req.AttachToPending {
-			if a, ok, err := findAttachable(ctx, tx, key, req, tool, args.Digest, opt.Timeout); err != nil || ok {
-				res.Approval = &a
-				return err
-			}
-		}
-		a, err := createPending(ctx, tx, key, req, args, tool, opt.Timeout)
-		if err != nil {
-			return err
-		}
-		res.Approval = &a
-		if err := outboxApproval(ctx, tx, EventApprovalRequested, a); err != nil {
-			return err
-		}
-		ev.Action, ev.ApprovalID = approval.ActionRequested, a.ID
-		if err := RecordAudit(ctx, tx, ev); err != nil {
-			return err
-		}
-		return notify(ctx, tx, Change{ApprovalID: a.ID, Owner: a.OwnerSubject})
+		res.Approval = &created[0]
 	}
 	return nil
 }
 
-func useGrant(ctx context.Context, tx pgx.Tx, id int64, ev approval.AuditEvent) error {
+// batchSender is a pool (each batch one implicit transaction) or an open
+// transaction.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+func useGrant(ctx context.Context, tx execer, id int64, ev approval.AuditEvent) error {
 	// At most once a minute: every call under one grant would otherwise
 	// queue on the grant's row lock until the previous one commits.
 	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now()
@@ -207,90 +288,30 @@ func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckReques
 	return list[0], true, nil
 }
 
-// rejectionsThisTurn counts explicit rejections of this tool with these
-// arguments in this turn since the last approval of the same combination;
-// expiries do not count.
-func rejectionsThisTurn(ctx context.Context, tx pgx.Tx, req CheckRequest, toolID int64, digest string) (int, error) {
-	var n int
-	err := tx.QueryRow(ctx, `
-		SELECT count(*) FROM approvals r
-		WHERE r.owner_subject = $1 AND r.conversation_id = $2 AND r.turn_id = $3 AND r.tool_id = $4
-		  AND r.arguments_digest = $5 AND r.status = 'rejected'
-		  AND r.decided_at > COALESCE((SELECT max(p.decided_at) FROM approvals p
-			WHERE p.owner_subject = $1 AND p.conversation_id = $2 AND p.turn_id = $3 AND p.tool_id = $4
-			  AND p.arguments_digest = $5 AND p.status IN ('approved', 'consumed')), '-infinity')`,
-		req.User, req.ConversationID, req.TurnID, toolID, digest).Scan(&n)
-	return n, err
-}
-
-type grantIDs struct{ conversation, always int64 }
-
-// validGrants finds standing grants that are valid now: not revoked, given
-// under the tool's current policy version, while the tool offers standing
-// approval. Grants are never consulted in playbook runs.
-func validGrants(ctx context.Context, tx pgx.Tx, req CheckRequest, tool Tool) (grantIDs, error) {
-	var g grantIDs
-	if !tool.StandingApproval || req.PlaybookRunID != "" {
-		return g, nil
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT id, conversation_id IS NOT NULL FROM standing_grants
-		WHERE user_subject = $1 AND tool_id = $2 AND revoked_at IS NULL AND policy_version = $3
-		  AND (conversation_id IS NULL OR conversation_id = $4) AND (expires_at IS NULL OR expires_at > now())
-		ORDER BY id DESC`, req.User, tool.ID, tool.PolicyVersion, req.ConversationID)
-	if err != nil {
-		return g, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var conv bool
-		if err := rows.Scan(&id, &conv); err != nil {
-			return g, err
-		}
-		if conv && g.conversation == 0 {
-			g.conversation = id
-		} else if !conv && g.always == 0 {
-			g.always = id
-		}
-	}
-	return g, rows.Err()
-}
-
-func createPending(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, args approval.Arguments, tool Tool, timeout time.Duration) (Approval, error) {
+// pendingInsert is the statement that inserts item id and reads it back as
+// every reader sees it. What the reviewer is shown about the tool is kept
+// with the item, so a later catalog sync cannot relabel a call already
+// waiting.
+func pendingInsert(id string, key APIKey, req CheckRequest, args approval.Arguments, tool Tool, timeout time.Duration) (string, []any) {
 	decisions := approval.AvailableDecisions(tool.StandingApproval)
 	avail := make([]string, len(decisions))
 	for i, d := range decisions {
 		avail[i] = string(d)
 	}
-	// One round trip for the insert and the item read back as every reader
-	// sees it; the full text, kept only while the item waits, is another.
-	// What the reviewer is shown about the tool is kept with the item, so a
-	// later catalog sync cannot relabel a call already waiting.
-	list, err := collectApprovals(tx.Query(ctx, `
+	return `
 		WITH ins AS (
-			INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
+			INSERT INTO approvals (id, owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
 				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
 				conversation_title, shown_tool_display, shown_connector_display, shown_connector_kind, shown_hints_taken,
 				shown_read_only_hint, shown_destructive_hint, shown_open_world_hint)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval, $16,
+			VALUES ($23::uuid, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval, $16,
 				$17, $18, $19, true, $20, $21, $22)
 			RETURNING *)
-		`+strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
-		req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
-		args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout,
-		req.ConversationTitle, tool.DisplayName, tool.ConnectorDisplay, tool.ConnectorKind,
-		tool.ReadOnlyHint, tool.DestructiveHint, tool.OpenWorldHint))
-	if err != nil {
-		return Approval{}, err
-	}
-	if len(list) != 1 {
-		return Approval{}, fmt.Errorf("db: create pending: %d rows", len(list))
-	}
-	if err := keepArguments(ctx, tx, list[0].ID, args.Raw); err != nil {
-		return Approval{}, err
-	}
-	return list[0], nil
+		` + strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
+		[]any{req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
+			args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout,
+			req.ConversationTitle, tool.DisplayName, tool.ConnectorDisplay, tool.ConnectorKind,
+			tool.ReadOnlyHint, tool.DestructiveHint, tool.OpenWorldHint, id}
 }
 
 // recordRunOutcome audits what an unattended run was allowed through its

@@ -71,7 +71,7 @@ const OutboxKey = "n:outbox"
 
 // notify queues a notification inside tx; Postgres delivers it at commit,
 // so a listener never hears of a change that was rolled back.
-func notify(ctx context.Context, tx pgx.Tx, ch Change) error {
+func notify(ctx context.Context, tx execer, ch Change) error {
 	b, _ := json.Marshal(ch)
 	_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, string(b))
 	return err

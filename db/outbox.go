@@ -47,7 +47,7 @@ type NotificationEvent struct {
 // it outlives the process, so any instance delivers it, after a restart
 // too. The NOTIFY (sent at commit) only wakes the pipelines early; a
 // periodic sweep finds anything a lost notification missed.
-func RecordEvent(ctx context.Context, tx pgx.Tx, ev NotificationEvent) error {
+func RecordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
 	if ev.Detail == nil {
 		ev.Detail = map[string]any{}
 	}
@@ -64,14 +64,14 @@ func RecordEvent(ctx context.Context, tx pgx.Tx, ev NotificationEvent) error {
 
 // notifyOutbox wakes the pipelines at commit. Postgres folds identical
 // notifications of one transaction into one.
-func notifyOutbox(ctx context.Context, tx pgx.Tx) error {
+func notifyOutbox(ctx context.Context, tx execer) error {
 	_, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, OutboxChannel)
 	return err
 }
 
 // outboxApproval records an event about item a: requested, decided,
 // expired or cancelled.
-func outboxApproval(ctx context.Context, tx pgx.Tx, kind string, a Approval) error {
+func outboxApproval(ctx context.Context, tx execer, kind string, a Approval) error {
 	detail := map[string]any{"status": string(a.Status)}
 	if a.Scope != nil {
 		detail["scope"] = *a.Scope

@@ -50,19 +50,26 @@ type checkResponse struct {
 
 // APIToolCallCheck is the check: allow, deny or pending.
 func (h *Handler) APIToolCallCheck(c echo.Context) error {
+	raw, _ := c.Get(CtxBearerKey).(string)
 	var b checkBody
 	// The arguments are the model's text, judged as sent: text that is not
 	// JSON (a NUL byte included) makes the call ask a person.
-	if err := decodeJSON(c, &b, "/arguments"); err != nil {
-		return err
+	err := decodeJSON(c, &b, "/arguments")
+	if err == nil {
+		err = checkCallFields(b)
 	}
-	if err := checkCallFields(b); err != nil {
+	if err != nil {
+		// A request that is not a check is refused as one without a key
+		// when its key is not valid either: nothing is said about the body.
+		if _, aerr := h.DB.AuthenticateAPIKey(c.Request().Context(), raw); aerr != nil {
+			return aerr
+		}
 		return err
 	}
 	if b.PlaybookRunID != "" {
 		b.PlaybookRunID = approval.NormalizeRunID(b.PlaybookRunID)
 	}
-	res, err := h.DB.Check(c.Request().Context(), *CurrentAPIKey(c), db.CheckRequest{
+	res, _, err := h.DB.CheckWithAPIKey(c.Request().Context(), raw, db.CheckRequest{
 		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, ConversationTitle: b.ConversationTitle, TurnID: b.TurnID,
 		Connector: b.Connector, Tool: b.Tool, Arguments: b.Arguments, Reason: b.Reason, PlaybookRunID: b.PlaybookRunID,
 		AttachToPending: b.AttachToPending,

@@ -69,8 +69,11 @@ type Handler struct {
 const (
 	CtxUser   = "countersign.user"
 	CtxAPIKey = "countersign.api_key"
-	CtxNonce  = "countersign.csp_nonce"
-	CtxCSRF   = "countersign.csrf"
+	// CtxBearerKey is the bearer key of a request not yet authenticated:
+	// the check authenticates it with its first read.
+	CtxBearerKey = "countersign.bearer_key"
+	CtxNonce     = "countersign.csp_nonce"
+	CtxCSRF      = "countersign.csrf"
 	// CtxSession is true once the session middleware has loaded a session.
 	CtxSession = "countersign.session"
 )

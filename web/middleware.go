@@ -173,13 +173,11 @@ func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 func requireAPIKey(store *db.DB) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			auth := c.Request().Header.Get("Authorization")
-			key, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok {
-				return approval.Errorf(approval.KindUnauthorized, approval.CodeUnauthorized,
-					"A valid API key is required: send Authorization: Bearer <key>.")
+			key, err := bearerKey(c)
+			if err != nil {
+				return err
 			}
-			k, err := store.AuthenticateAPIKey(c.Request().Context(), strings.TrimSpace(key))
+			k, err := store.AuthenticateAPIKey(c.Request().Context(), key)
 			if err != nil {
 				return err
 			}
@@ -187,6 +185,29 @@ func requireAPIKey(store *db.DB) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// bearerAPIKey passes the request's bearer key on unchecked, to a handler
+// that authenticates it in the same round trip as its own first read (the
+// check); a request without one is refused at once.
+func bearerAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		key, err := bearerKey(c)
+		if err != nil {
+			return err
+		}
+		c.Set(handlers.CtxBearerKey, key)
+		return next(c)
+	}
+}
+
+func bearerKey(c echo.Context) (string, error) {
+	key, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return "", approval.Errorf(approval.KindUnauthorized, approval.CodeUnauthorized,
+			"A valid API key is required: send Authorization: Bearer <key>.")
+	}
+	return strings.TrimSpace(key), nil
 }
 
 func randomString() string {

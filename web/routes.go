@@ -27,11 +27,12 @@ func (s *Server) routes() {
 
 	// Runtime API. Its contract is public; everything else needs a key.
 	e.GET("/api/v1/openapi.json", h.APIOpenAPI)
+	// The check authenticates its key in the round trip that reads the tool.
+	e.POST("/api/v1/tool-calls", h.APIToolCallCheck, noStore, bearerAPIKey)
 	api := e.Group("/api/v1", noStore, requireAPIKey(s.db))
 	api.PUT("/connectors/:connector", h.APIConnectorPut)
 	api.DELETE("/connectors/:connector", h.APIConnectorDelete)
 	api.PUT("/connectors/:connector/tools/:tool", h.APIToolPut)
-	api.POST("/tool-calls", h.APIToolCallCheck)
 	api.GET("/approvals/:id", h.APIApprovalGet)
 	api.POST("/approvals/:id/claim", h.APIApprovalClaim)
 	api.POST("/turns/cancel", h.APITurnCancel)

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,88 @@ func TestGrantUseLocksNoSharedRow(t *testing.T) {
 	}
 	if !strings.HasSuffix(s1, "/1") || !strings.HasSuffix(s2, "/2") {
 		t.Fatalf("each use is audited: %s → %s", s1, s2)
+	}
+}
+
+// A pending item's writes go in one batch held to the policy the check
+// read: when the policy changed since, the batch fails as a whole — no item,
+// no full text, no audit event, no outbox event — and the check reads again.
+func TestPendingBatchHeldToPolicyRead(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	stale := f.tool
+	f.setMode(t, approval.ModeAllow)
+	f.setMode(t, approval.ModeRequireApproval)
+	if f.tool.PolicyVersion == stale.PolicyVersion {
+		t.Fatal("the policy version did not move")
+	}
+	req := db.CheckRequest{CallID: "c1", User: f.user.Subject, ConversationID: "conv", TurnID: "t",
+		Connector: "mail", Tool: "send_email", Arguments: `{"to":"a@example.com"}`}
+	written := func() (s string) {
+		t.Helper()
+		if err := f.store.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM approvals) || '/' || (SELECT count(*) FROM approval_arguments)
+			|| '/' || (SELECT count(*) FROM audit_events WHERE action = $1) || '/' || (SELECT count(*) FROM notification_events WHERE kind = $2)`,
+			approval.ActionRequested, db.EventApprovalRequested).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, err := f.store.OpenPendingUnder(ctx, f.key, req, stale); !errors.Is(err, db.ErrToolChanged) {
+		t.Fatalf("stale policy: %v", err)
+	}
+	if got := written(); got != "0/0/0/0" {
+		t.Fatalf("a failed batch left rows behind (items/full texts/audited/outbox): %s", got)
+	}
+	res, err := f.store.OpenPendingUnder(ctx, f.key, req, f.tool)
+	if err != nil || res.Approval == nil || res.Approval.Status != approval.StatusPending || res.Approval.CallID != "c1" {
+		t.Fatalf("current policy: %+v %v", res.Approval, err)
+	}
+	if got := written(); got != "1/1/1/1" {
+		t.Fatalf("items/full texts/audited/outbox: %s", got)
+	}
+	// A retired tool refuses the same way.
+	if err := f.store.SyncConnector(ctx, approval.SystemActor, db.ConnectorSync{Name: "mail", DisplayName: "Mail", Kind: "connector",
+		Tools: []db.ToolSync{{Name: "other", DisplayName: "Other"}}}); err != nil {
+		t.Fatal(err)
+	}
+	req.CallID = "c2"
+	if _, err := f.store.OpenPendingUnder(ctx, f.key, req, f.tool); !errors.Is(err, db.ErrToolChanged) {
+		t.Fatalf("retired tool: %v", err)
+	}
+}
+
+// Every outcome of a check outside a run is answered in at most two
+// statements on the pool, the second a batch: a refusal is audited once,
+// a repeated rejection is refused and audited, and the same call sent
+// again while pending gets its item.
+func TestCheckOutcomesAudited(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 1}
+	audited := func(action string) (n int) {
+		t.Helper()
+		if err := f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE action = $1`, action).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, req := f.pending(t, "turn")
+	again, err := f.store.Check(ctx, f.key, req, opt)
+	if err != nil || again.Approval == nil || again.Approval.ID != a.ID {
+		t.Fatalf("resent: %+v %v", again.Approval, err)
+	}
+	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.Reject, "no"); err != nil {
+		t.Fatal(err)
+	}
+	req.CallID = "retry"
+	res, err := f.store.Check(ctx, f.key, req, opt)
+	if err != nil || res.Outcome.Code != approval.CodeDeniedRepeated || res.Message == "" || audited(approval.ActionBlockedRepeated) != 1 {
+		t.Fatalf("repeated: %+v %q %v", res.Outcome, res.Message, err)
+	}
+	f.setMode(t, approval.ModeBlock)
+	req.CallID = "blocked"
+	res, err = f.store.Check(ctx, f.key, req, opt)
+	if err != nil || res.Outcome.Code != approval.CodeBlockedByPolicy || res.Message == "" || audited(approval.ActionBlockedByPolicy) != 1 {
+		t.Fatalf("blocked: %+v %q %v", res.Outcome, res.Message, err)
 	}
 }

@@ -1,0 +1,167 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// turnFactsSQL reads what the decision order needs beyond the tool's
+// policy: the rejections of these arguments in this turn since their last
+// approval (expiries do not count), and the newest valid standing grant for
+// this conversation and for every conversation — not revoked, given under
+// the policy version read, not past its end, and only while the tool offers
+// standing approval. $1 user, $2 conversation, $3 turn, $4 the arguments'
+// digest, $5 tool id, $6 policy version, $7 standing approval offered.
+const turnFactsSQL = `SELECT (SELECT count(*) FROM approvals r
+		WHERE r.owner_subject = $1 AND r.conversation_id = $2 AND r.turn_id = $3 AND r.tool_id = $5
+		  AND r.arguments_digest = $4 AND r.status = 'rejected'
+		  AND r.decided_at > COALESCE((SELECT max(p.decided_at) FROM approvals p
+			WHERE p.owner_subject = $1 AND p.conversation_id = $2 AND p.turn_id = $3 AND p.tool_id = $5
+			  AND p.arguments_digest = $4 AND p.status IN ('approved', 'consumed')), '-infinity')) AS rejections,
+	g.conversation_grant, g.always_grant
+	FROM (SELECT max(id) FILTER (WHERE conversation_id = $2) AS conversation_grant,
+			max(id) FILTER (WHERE conversation_id IS NULL) AS always_grant
+		FROM standing_grants WHERE user_subject = $1 AND tool_id = $5 AND revoked_at IS NULL AND policy_version = $6 AND $7
+		  AND (conversation_id IS NULL OR conversation_id = $2) AND (expires_at IS NULL OR expires_at > now())) g`
+
+// turnFacts is what turnFactsSQL reads.
+type turnFacts struct {
+	Rejections        int    `db:"rejections"`
+	ConversationGrant *int64 `db:"conversation_grant"`
+	AlwaysGrant       *int64 `db:"always_grant"`
+}
+
+// checkToolSQL reads the tool of a check outside a playbook run — known,
+// not retired, its connector not deleted — unless the same call sent by the
+// same key is already pending. $1 connector, $2 tool, $3 API key id, $4
+// user, $5 conversation, $6 turn, $7 call id, $8 the arguments' digest.
+const checkToolSQL = toolSelect + `
+	WHERE t.connector = $1 AND t.name = $2 AND t.retired_at IS NULL AND c.deleted_at IS NULL
+	  AND NOT EXISTS (SELECT 1 FROM approvals a
+		WHERE a.api_key_id = $3 AND a.owner_subject = $4 AND a.conversation_id = $5 AND a.turn_id = $6
+		  AND a.call_id = $7 AND a.tool_id = t.id AND a.arguments_digest = $8 AND a.status = 'pending' AND a.expires_at > now())`
+
+// checkToolByKeyHashSQL is checkToolSQL with the key named by its hash
+// ($3), for a check whose key is authenticated in the same round trip.
+var checkToolByKeyHashSQL = mustReplace(checkToolSQL, "a.api_key_id = $3",
+	"a.api_key_id = (SELECT k.id FROM api_keys k WHERE k.key_hash = $3)")
+
+func mustReplace(s, old, new string) string {
+	if !strings.Contains(s, old) {
+		panic("db: " + old + " not in the statement")
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+// checkToolArgs are checkToolSQL's arguments, with key the key's id or
+// hash.
+func checkToolArgs(key any, req CheckRequest, args approval.Arguments) []any {
+	return []any{req.Connector, req.Tool, key, req.User, req.ConversationID, req.TurnID, req.CallID, args.Digest}
+}
+
+// collectCheckTool reads checkToolSQL's answer: found is false for an
+// unknown or retired tool and for a call already pending.
+func collectCheckTool(rows pgx.Rows) (Tool, bool, error) {
+	tool, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tool])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Tool{}, false, nil
+	}
+	return tool, err == nil, err
+}
+
+// readCheckTool reads the tool of a check outside a playbook run.
+func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments) (Tool, bool, error) {
+	if req.PlaybookRunID != "" {
+		return Tool{}, false, nil
+	}
+	rows, err := d.Pool.Query(ctx, checkToolSQL, checkToolArgs(key.ID, req, args)...)
+	if err != nil {
+		return Tool{}, false, err
+	}
+	return collectCheckTool(rows)
+}
+
+// checkFast answers most checks without an explicit transaction, given the
+// tool read by checkToolSQL. A call its policy allows is answered from that
+// alone and writes nothing. Only a policy that asks a person needs the
+// turn's facts (turnFactsSQL), one more statement; the outcome's writes, if
+// any, then go in one batch (applyOutcome). The tool's row is read without
+// a lock: a policy change that commits after this read is ordered after
+// this check, as it would be had the check finished first — except for a
+// pending item, which is held to the policy read and is not created under a
+// changed one. decided is false, and the full check in a transaction
+// answers, for a call that may join an earlier item and for a race lost to
+// an identical call or to a policy change.
+func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool) (CheckResult, bool, error) {
+	var err error
+	in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
+		Condition: evalCondition(tool.Condition, args, opt.Condition)}
+	res := CheckResult{Outcome: approval.Evaluate(in), Tool: tool}
+	var f turnFacts
+	// Without the facts the decision order ends in "pending" only where it
+	// would have looked at them: read them and decide again.
+	if res.Outcome.Verdict == approval.Pending {
+		if f, err = readTurnFacts(ctx, d.Pool, req, tool, args.Digest); err != nil {
+			return CheckResult{}, false, err
+		}
+		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
+		res.Outcome = approval.Evaluate(in)
+	}
+	if res.Outcome.Verdict == approval.Pending && req.AttachToPending {
+		return CheckResult{}, false, nil
+	}
+	err = applyOutcome(ctx, d.Pool, key, req, args, tool, f, &res, opt)
+	if isUniqueViolation(err) || errors.Is(err, errToolChanged) {
+		return CheckResult{}, false, nil
+	}
+	return res, err == nil, err
+}
+
+// readTurnFacts reads turnFactsSQL for tool as the check read it.
+func readTurnFacts(ctx context.Context, q querier, req CheckRequest, tool Tool, digest string) (turnFacts, error) {
+	rows, err := q.Query(ctx, turnFactsSQL, req.User, req.ConversationID, req.TurnID, digest, tool.ID, tool.PolicyVersion,
+		tool.StandingApproval)
+	if err != nil {
+		return turnFacts{}, err
+	}
+	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[turnFacts])
+}
+
+// errToolChanged says the tool's policy changed between the check's read
+// and its pending item's insert; the check starts again.
+var errToolChanged = errors.New("db: the tool's policy changed during the check")
+
+// holdToolPolicy locks the tool's row (shared), so that a policy change or
+// retirement either commits first and is seen here, or waits for this
+// transaction; it fails with errToolChanged when the policy read earlier is
+// no longer current (see hold_tool_policy in the migrations).
+func holdToolPolicy(ctx context.Context, tx pgx.Tx, tool Tool) error {
+	_, err := tx.Exec(ctx, `SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
+	return toolChanged(err)
+}
+
+// toolChanged turns hold_tool_policy's refusal into errToolChanged.
+func toolChanged(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "CS001" {
+		return errToolChanged
+	}
+	return err
+}
+
+// newApprovalID is a random (version 4) UUID: an item's id is chosen before
+// its insert, so that every write about it goes in the same batch.
+func newApprovalID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,20 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+)
+
+// ErrToolChanged is errToolChanged, for the tests.
+var ErrToolChanged = errToolChanged
+
+// OpenPendingUnder sends the writes of a pending outcome for tool as the
+// caller read it, in one batch on the pool, as the check's fast path does.
+func (d *DB) OpenPendingUnder(ctx context.Context, key APIKey, req CheckRequest, tool Tool) (CheckResult, error) {
+	res := CheckResult{Outcome: approval.Outcome{Verdict: approval.Pending}, Tool: tool}
+	err := applyOutcome(ctx, d.Pool, key, req, approval.ParseArguments(req.Arguments), tool, turnFacts{}, &res,
+		CheckOptions{Timeout: time.Minute})
+	return res, err
+}

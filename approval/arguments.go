@@ -44,7 +44,7 @@ func ParseArguments(raw string) Arguments {
 	if !a.Parsed {
 		a.Members = nil
 	}
-	a.Digest = Digest(raw)
+	a.Digest = digest(raw, a.Parsed)
 	return a
 }
 
@@ -54,8 +54,15 @@ func ParseArguments(raw string) Arguments {
 // 8785 would round, is digested as it was sent, byte for byte, so that two
 // texts with different meanings never share a digest.
 func Digest(raw string) string {
+	_, problem := parseObject(raw)
+	return digest(raw, problem == "")
+}
+
+// digest is Digest for a text already parsed: valid says whether it is a
+// valid arguments object.
+func digest(raw string, valid bool) string {
 	payload := []byte(raw)
-	if _, problem := parseObject(raw); problem == "" {
+	if valid {
 		v := jsontext.Value(raw).Clone()
 		if err := v.Canonicalize(); err == nil {
 			payload = v

@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
 )
 
 func TestFieldName(t *testing.T) {
@@ -46,6 +49,31 @@ func TestScanBody(t *testing.T) {
 		}
 		if e := approval.AsError(err); e == nil || e.Kind != approval.KindInvalid || !strings.HasPrefix(e.Message, c.want) {
 			t.Errorf("%s: %v, want %q", c.body, err, c.want)
+		}
+	}
+}
+
+// decodeJSON refuses every body scanBody refuses, with the same words,
+// whether or not it runs scanBody before decoding.
+func TestDecodeJSONRefusesWhatScanBodyRefuses(t *testing.T) {
+	bodies := []string{"  ", `[1]`, `"x"`, `null`, `{"a":1`, `{"a":1}{"b":2}`, `{"a":1} x`, `{"a":1,"a":2}`,
+		`{"t":[{"n":1,"n":1}]}`, "{\"a\":\"\xff\"}", `{"a":"x\u0000"}`, `{"a\u0000":1}`, `{"x":{"arguments":"\u0000"}}`,
+		"{\"a\":\"x\x00\"}"}
+	for _, body := range bodies {
+		want := scanBody([]byte(body), []string{"/arguments"})
+		if want == nil {
+			want = invalid("The request body is not valid JSON.")
+		}
+		c := echo.New().NewContext(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body)), httptest.NewRecorder())
+		var v struct {
+			A         any    `json:"a"`
+			T         any    `json:"t"`
+			X         any    `json:"x"`
+			Arguments string `json:"arguments"`
+		}
+		got := decodeJSON(c, &v, "/arguments")
+		if g, w := approval.AsError(got), approval.AsError(want); g == nil || g.Message != w.Message {
+			t.Errorf("%q: %v, want %v", body, got, want)
 		}
 	}
 }

@@ -117,9 +117,11 @@ func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args appro
 	var decided bool
 	var err error
 	if found {
-		res, decided, err = d.checkFast(ctx, key, req, args, opt, tool)
+		if res, decided, err = d.checkFast(ctx, key, req, args, opt, tool); err != nil {
+			return CheckResult{}, translate("check", err)
+		}
 	}
-	for attempt := 0; !decided && err == nil && attempt < 3; attempt++ {
+	for attempt := 0; !decided && attempt < 3; attempt++ {
 		err = d.checkTx(ctx, key, req, args, opt, &res)
 		// Two identical calls racing both insert; the loser retries and
 		// finds the winner's item. A policy changed between the read and
@@ -212,20 +214,21 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	b := &pgx.Batch{}
 	q := batchExec{b}
 	var created []Approval
+	var queued error
 	o := res.Outcome
 	switch {
 	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
 		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": *f.ConversationGrant}
-		_ = useGrant(ctx, q, *f.ConversationGrant, ev)
+		queued = useGrant(ctx, q, *f.ConversationGrant, ev)
 	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && f.AlwaysGrant != nil:
 		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": *f.AlwaysGrant}
-		_ = useGrant(ctx, q, *f.AlwaysGrant, ev)
+		queued = useGrant(ctx, q, *f.AlwaysGrant, ev)
 	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:
 		ev.Action = approval.ActionBlockedRepeated
-		_ = RecordAudit(ctx, q, ev)
+		queued = RecordAudit(ctx, q, ev)
 	case o.Verdict == approval.Deny && o.Code == approval.CodeBlockedByPolicy:
 		ev.Action = approval.ActionBlockedByPolicy
-		_ = RecordAudit(ctx, q, ev)
+		queued = RecordAudit(ctx, q, ev)
 	case o.Verdict == approval.Pending:
 		id := newApprovalID()
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
@@ -235,16 +238,21 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 			created, err = collectApprovals(rows, nil)
 			return err
 		})
-		_ = keepArguments(ctx, q, id, args.Raw)
-		_ = outboxApproval(ctx, q, EventApprovalRequested, Approval{ID: id, Status: approval.StatusPending,
-			OwnerSubject: req.User, Connector: tool.Connector, Tool: tool.Name})
 		ev.Action, ev.ApprovalID = approval.ActionRequested, id
-		_ = RecordAudit(ctx, q, ev)
-		_ = notify(ctx, q, Change{ApprovalID: id, Owner: req.User})
+		queued = errors.Join(keepArguments(ctx, q, id, args.Raw),
+			outboxApproval(ctx, q, EventApprovalRequested, Approval{ID: id, Status: approval.StatusPending,
+				OwnerSubject: req.User, Connector: tool.Connector, Tool: tool.Name}),
+			RecordAudit(ctx, q, ev),
+			notify(ctx, q, Change{ApprovalID: id, Owner: req.User}))
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
 		return nil
 	default:
 		return fmt.Errorf("db: check: no record for outcome %+v", o)
+	}
+	// A statement that could not be queued sends nothing: half a record is
+	// never committed.
+	if queued != nil {
+		return queued
 	}
 	if err := s.SendBatch(ctx, b).Close(); err != nil {
 		return toolChanged(err)

@@ -3,7 +3,9 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,9 +145,8 @@ func TestPendingBatchHeldToPolicyRead(t *testing.T) {
 	}
 }
 
-// Every outcome of a check outside a run is answered in at most two
-// statements on the pool, the second a batch: a refusal is audited once,
-// a repeated rejection is refused and audited, and the same call sent
+// Every outcome of a check outside a run is recorded: a refusal is audited
+// once, a repeated rejection is refused and audited, and the same call sent
 // again while pending gets its item.
 func TestCheckOutcomesAudited(t *testing.T) {
 	f := newBlockFixture(t)
@@ -176,5 +177,98 @@ func TestCheckOutcomesAudited(t *testing.T) {
 	res, err = f.store.Check(ctx, f.key, req, opt)
 	if err != nil || res.Outcome.Code != approval.CodeBlockedByPolicy || res.Message == "" || audited(approval.ActionBlockedByPolicy) != 1 {
 		t.Fatalf("blocked: %+v %q %v", res.Outcome, res.Message, err)
+	}
+}
+
+// lockWaiters waits until n backends wait on a lock (the checks blocked on
+// the tool's row), so that the blocking transaction ends after they
+// arrived.
+func lockWaiters(t *testing.T, f *blockFixture, n int) {
+	t.Helper()
+	for range 500 {
+		var got int
+		if err := f.store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d checks never waited on the tool's row", n)
+}
+
+// Two identical checks that may join an earlier item race in the
+// transactional path: the loser's insert hits the pending call's unique
+// index, and it retries and gets the winner's item.
+func TestRacingJoinsRetry(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	tx, err := f.store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID); err != nil {
+		t.Fatal(err)
+	}
+	req := db.CheckRequest{CallID: "same", User: f.user.Subject, ConversationID: "conv", TurnID: "t",
+		Connector: "mail", Tool: "send_email", Arguments: `{"a":1}`, AttachToPending: true}
+	var wg sync.WaitGroup
+	errs, ids := make([]error, 2), make([]string, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+			errs[i] = err
+			if res.Approval != nil {
+				ids[i] = res.Approval.ID
+			}
+		})
+	}
+	lockWaiters(t, f, 2)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || ids[0] == "" || ids[0] != ids[1] {
+		t.Fatalf("racing identical calls: errs %v, items %v", errs, ids)
+	}
+}
+
+// A policy change that commits while a check waits on the tool's row makes
+// the check read the policy again, not fail.
+func TestPolicyChangeDuringCheckRetries(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	for _, attach := range []bool{false, true} {
+		tx, err := f.store.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE tools SET policy_version = policy_version + 1 WHERE id = $1`, f.tool.ID); err != nil {
+			t.Fatal(err)
+		}
+		req := db.CheckRequest{CallID: fmt.Sprint("c-", attach), User: f.user.Subject, ConversationID: "conv", TurnID: "t",
+			Connector: "mail", Tool: "send_email", Arguments: fmt.Sprintf(`{"attach":%v}`, attach), AttachToPending: attach}
+		done := make(chan db.CheckResult, 1)
+		errc := make(chan error, 1)
+		go func() {
+			res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+			done <- res
+			errc <- err
+		}()
+		lockWaiters(t, f, 1)
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := <-done, <-errc
+		if err != nil || res.Approval == nil {
+			t.Fatalf("attach %v: a check racing a policy change: %+v %v", attach, res.Outcome, err)
+		}
+		if want := f.tool.PolicyVersion + 1; res.Approval.PolicyVersion != want {
+			t.Fatalf("attach %v: the item holds policy version %d, want the new %d", attach, res.Approval.PolicyVersion, want)
+		}
+		f.tool.PolicyVersion++
 	}
 }

@@ -32,7 +32,7 @@ func RecordAudit(ctx context.Context, tx execer, ev approval.AuditEvent) error {
 
 // RecordAuditMany appends evs to the audit log inside tx in one statement
 // (a sweep of hundreds of items costs one insert, not hundreds).
-func RecordAuditMany(ctx context.Context, tx pgx.Tx, evs []approval.AuditEvent) error {
+func RecordAuditMany(ctx context.Context, tx execer, evs []approval.AuditEvent) error {
 	if len(evs) == 0 {
 		return nil
 	}

@@ -209,25 +209,16 @@ func evalCondition(cond string, args approval.Arguments, f ConditionFunc) approv
 // errToolChanged, and nothing of it is kept.
 func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckRequest, args approval.Arguments,
 	tool Tool, f turnFacts, res *CheckResult, opt CheckOptions) error {
-	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
-		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID}
 	b := &pgx.Batch{}
 	q := batchExec{b}
 	var created []Approval
 	var queued error
 	o := res.Outcome
+	ev, grant, audited := outcomeAudit(key, req, tool, f, o)
 	switch {
-	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
-		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": *f.ConversationGrant}
-		queued = useGrant(ctx, q, *f.ConversationGrant, ev)
-	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && f.AlwaysGrant != nil:
-		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": *f.AlwaysGrant}
-		queued = useGrant(ctx, q, *f.AlwaysGrant, ev)
-	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:
-		ev.Action = approval.ActionBlockedRepeated
-		queued = RecordAudit(ctx, q, ev)
-	case o.Verdict == approval.Deny && o.Code == approval.CodeBlockedByPolicy:
-		ev.Action = approval.ActionBlockedByPolicy
+	case audited && grant != 0:
+		queued = useGrant(ctx, q, grant, ev)
+	case audited:
 		queued = RecordAudit(ctx, q, ev)
 	case o.Verdict == approval.Pending:
 		id := newApprovalID()
@@ -272,15 +263,41 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
+// outcomeAudit is the audit line of an outcome that records nothing else —
+// an allow by a standing grant (grant is the grant used) or a refusal — and
+// audited is false for every other outcome.
+func outcomeAudit(key APIKey, req CheckRequest, tool Tool, f turnFacts, o approval.Outcome) (ev approval.AuditEvent, grant int64, audited bool) {
+	ev = approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
+		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID}
+	switch {
+	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
+		grant = *f.ConversationGrant
+		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": grant}
+	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && f.AlwaysGrant != nil:
+		grant = *f.AlwaysGrant
+		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": grant}
+	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:
+		ev.Action = approval.ActionBlockedRepeated
+	case o.Verdict == approval.Deny && o.Code == approval.CodeBlockedByPolicy:
+		ev.Action = approval.ActionBlockedByPolicy
+	default:
+		return ev, 0, false
+	}
+	return ev, grant, true
+}
+
 func useGrant(ctx context.Context, tx execer, id int64, ev approval.AuditEvent) error {
-	// At most once a minute: every call under one grant would otherwise
-	// queue on the grant's row lock until the previous one commits.
-	if _, err := tx.Exec(ctx, `UPDATE standing_grants SET last_used_at = now()
-		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, id); err != nil {
+	if _, err := tx.Exec(ctx, noteGrantUseSQL, []int64{id}); err != nil {
 		return err
 	}
 	return RecordAudit(ctx, tx, ev)
 }
+
+// noteGrantUseSQL notes the use of the grants $1, at most once a minute
+// each: every call under one grant would otherwise queue on the grant's row
+// lock until the previous one commits.
+const noteGrantUseSQL = `UPDATE standing_grants SET last_used_at = now()
+	WHERE id = ANY($1) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`
 
 // findPendingCall finds the item of the same call still pending, sent by
 // the same API key to the same tool: identifiers that another key sends, or

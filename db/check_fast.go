@@ -117,7 +117,13 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	if res.Outcome.Verdict == approval.Pending && req.AttachToPending {
 		return CheckResult{}, false, nil
 	}
-	err = applyOutcome(ctx, d.Pool, key, req, args, tool, f, &res, opt)
+	// An outcome that records only its audit line is written with those of
+	// concurrent checks (auditGroup); any other in a batch of its own.
+	if ev, grant, audited := outcomeAudit(key, req, tool, f, res.Outcome); audited {
+		err = d.recordGrouped(ctx, ev, grant)
+	} else {
+		err = applyOutcome(ctx, d.Pool, key, req, args, tool, f, &res, opt)
+	}
 	if isUniqueViolation(err) || errors.Is(err, errToolChanged) {
 		return CheckResult{}, false, nil
 	}

@@ -272,3 +272,65 @@ func TestPolicyChangeDuringCheckRetries(t *testing.T) {
 		f.tool.PolicyVersion++
 	}
 }
+
+// Checks allowed by a grant at the same moment are audited together: every
+// check answered "allow" has its one audit line, and a group whose write
+// fails fails every check in it — none of them is allowed without its line.
+func TestGroupedAuditLines(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	a, _ := f.pending(t, "turn-0")
+	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.AlwaysAllow, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Lines of a "poison" turn cannot be stored.
+	if _, err := f.store.Pool.Exec(ctx, `
+		CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.turn_id LIKE 'poison%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 48
+	allowed := make([]bool, n)
+	failed := make([]bool, n)
+	turn := func(i int) string {
+		if i%6 == 5 {
+			return fmt.Sprint("poison-", i)
+		}
+		return fmt.Sprint("ok-", i)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, err := f.store.Check(ctx, f.key, db.CheckRequest{CallID: fmt.Sprint("c", i), User: f.user.Subject,
+				ConversationID: "conv", TurnID: turn(i), Connector: "mail", Tool: "send_email", Arguments: `{}`},
+				db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+			failed[i] = err != nil
+			allowed[i] = err == nil && res.Outcome == (approval.Outcome{Verdict: approval.Allow, Via: approval.ViaAlwaysAllow})
+		})
+	}
+	wg.Wait()
+	okAllowed := 0
+	for i := range n {
+		var lines int
+		if err := f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE turn_id = $1 AND action = $2`,
+			turn(i), approval.ActionAutoApprovedAlways).Scan(&lines); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case allowed[i] && lines != 1:
+			t.Fatalf("check %d was allowed with %d audit lines", i, lines)
+		case !allowed[i] && lines != 0:
+			t.Fatalf("check %d was not allowed but audited %d times", i, lines)
+		case !allowed[i] && !failed[i]:
+			t.Fatalf("check %d neither allowed nor failed", i)
+		case strings.HasPrefix(turn(i), "poison") && allowed[i]:
+			t.Fatalf("check %d was allowed though its line was refused", i)
+		case allowed[i]:
+			okAllowed++
+		}
+	}
+	if okAllowed == 0 {
+		t.Fatal("no check was allowed")
+	}
+}

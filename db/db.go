@@ -29,6 +29,8 @@ const migrationLockID = 0x636f756e7465 // "counte"
 // instances agree on one clock.
 type DB struct {
 	Pool *pgxpool.Pool
+
+	audits auditGroup // the audit lines of concurrent checks, written together
 }
 
 // Open connects a pool to url and checks that the server answers.

@@ -49,14 +49,14 @@ type CheckOptions struct {
 	Condition       ConditionFunc // nil: any condition fails closed to "ask"
 }
 
-// Check runs the decision order for one call. A call the tool's policy
-// alone allows is answered by one statement, with no transaction (see
-// checkByPolicy); any other runs inside one transaction: it
-// reads the tool's policy, the turn's rejections and the owner's grants,
-// evaluates, and records what follows — an audited auto-approval, an
-// audited refusal, or a pending item. A pending item is committed before the
-// caller answers and before the notification is delivered (Postgres sends
-// NOTIFY at commit), so nothing announces an item that could still vanish.
+// Check runs the decision order for one call: it reads the tool's policy,
+// and where the policy asks a person the turn's rejections and the owner's
+// grants, evaluates, and records what follows — nothing for an allow by
+// policy, an audited auto-approval, an audited refusal, or a pending item
+// (see checkFast for the round trips, checkTx for the cases that need a
+// transaction). A pending item is committed before the caller is answered
+// and before the notification is delivered (Postgres sends NOTIFY at
+// commit), so nothing announces an item that could still vanish.
 func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckOptions) (CheckResult, error) {
 	args := approval.ParseArguments(req.Arguments)
 	tool, found, err := d.readCheckTool(ctx, key, req, args)
@@ -137,6 +137,9 @@ func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args appro
 	return res, nil
 }
 
+// checkTx runs the whole check inside one transaction: for playbook runs,
+// unknown or retired tools, a call already pending, a call that may join an
+// earlier item, and a race checkFast lost.
 func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, out *CheckResult) error {
 	return d.InTx(ctx, func(tx pgx.Tx) error {
 		res := CheckResult{}

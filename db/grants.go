@@ -170,7 +170,7 @@ func grantLength(ctx context.Context, tx pgx.Tx, toolID int64, requested string)
 // ExpireGrants records the end of standing grants whose time is up: each
 // is marked ended and audited "grant expired", once, in one transaction,
 // at most limit at a time. A grant stops applying at its end whether or
-// not this has run yet (validGrants compares the end with now()).
+// not this has run yet (the check's turnFactsSQL compares the end with now()).
 func (d *DB) ExpireGrants(ctx context.Context, limit int) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {

@@ -75,8 +75,8 @@ func Soak(ctx context.Context, d, capWait time.Duration, runtimes int) (SoakRepo
 }
 
 // runtimeCall is one call as a runtime makes it: Gate on one instance; if
-// the connection is lost, go on with the same call or item on the next
-// instance until it is answered.
+// the connection is lost, go on with the same call (joining the item it may
+// have opened) or item on the next instance until it is answered.
 func (s *soak) runtimeCall(ctx context.Context, r, n int) {
 	c := &soakCall{callID: "soak-" + strconv.Itoa(n), start: time.Now()}
 	call := client.Call{CallID: c.callID, User: dev.DemoMember.Subject, ConversationID: "soak-" + strconv.Itoa(r),
@@ -90,6 +90,10 @@ func (s *soak) runtimeCall(ctx context.Context, r, n int) {
 		var err error
 		if c.approvalID == "" {
 			out, err = cl.Gate(ctx, call)
+			// A check whose answer was lost may have opened an item that a
+			// person has decided since; the retry joins it, as the API asks
+			// of a runtime that sends the same call again.
+			call.AttachToPending = true
 		} else {
 			out, err = s.resume(ctx, cl, call, c.approvalID)
 		}

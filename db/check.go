@@ -170,7 +170,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		}
 		var f turnFacts
 		if req.PlaybookRunID == "" {
-			if f, err = readTurnFacts(ctx, tx, req, tool, args.Digest); err != nil {
+			if f, err = readTurnFacts(ctx, tx, key, req, tool, args.Digest); err != nil {
 				return err
 			}
 		}
@@ -302,13 +302,18 @@ func useGrant(ctx context.Context, tx execer, id int64, ev approval.AuditEvent) 
 const noteGrantUseSQL = `UPDATE standing_grants SET last_used_at = now()
 	WHERE id = ANY($1) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`
 
-// findPendingCall finds the item of the same call still pending, sent by
-// the same API key to the same tool: identifiers that another key sends, or
-// the same call id and arguments for another tool, never lead to this item.
+// findPendingCall finds the item of the same call still pending, or
+// approved and not yet used, sent by the same API key to the same tool:
+// identifiers that another key sends, or the same call id and arguments for
+// another tool, never lead to this item. A runtime that sends its call
+// again because the first answer was lost gets the item, not a second
+// prompt — and, once approved, claims it and runs the call once.
 func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, toolID int64, digest string) (Approval, bool, error) {
 	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
 		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.turn_id = $4 AND a.call_id = $5
-		  AND a.tool_id = $6 AND a.arguments_digest = $7 AND a.status = 'pending' AND a.expires_at > now()`,
+		  AND a.tool_id = $6 AND a.arguments_digest = $7
+		  AND ((a.status = 'pending' AND a.expires_at > now()) OR (a.status = 'approved' AND a.consumed_at IS NULL))
+		ORDER BY a.created_at DESC LIMIT 1`,
 		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, toolID, digest))
 	if err != nil || len(list) == 0 {
 		return Approval{}, false, err

@@ -17,15 +17,20 @@ import (
 // approval (expiries do not count), and the newest valid standing grant for
 // this conversation and for every conversation — not revoked, given under
 // the policy version read, not past its end, and only while the tool offers
-// standing approval. $1 user, $2 conversation, $3 turn, $4 the arguments'
-// digest, $5 tool id, $6 policy version, $7 standing approval offered.
+// standing approval; and whether the same call (same key, call id and
+// arguments) was approved and not yet used. $1 user, $2 conversation, $3
+// turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
+// standing approval offered, $8 API key id, $9 call id.
 const turnFactsSQL = `SELECT (SELECT count(*) FROM approvals r
 		WHERE r.owner_subject = $1 AND r.conversation_id = $2 AND r.turn_id = $3 AND r.tool_id = $5
 		  AND r.arguments_digest = $4 AND r.status = 'rejected'
 		  AND r.decided_at > COALESCE((SELECT max(p.decided_at) FROM approvals p
 			WHERE p.owner_subject = $1 AND p.conversation_id = $2 AND p.turn_id = $3 AND p.tool_id = $5
 			  AND p.arguments_digest = $4 AND p.status IN ('approved', 'consumed')), '-infinity')) AS rejections,
-	g.conversation_grant, g.always_grant
+	g.conversation_grant, g.always_grant,
+	EXISTS (SELECT 1 FROM approvals a WHERE a.api_key_id = $8 AND a.owner_subject = $1 AND a.conversation_id = $2
+		AND a.turn_id = $3 AND a.call_id = $9 AND a.tool_id = $5 AND a.arguments_digest = $4
+		AND a.status = 'approved' AND a.consumed_at IS NULL) AS approved_same
 	FROM (SELECT max(id) FILTER (WHERE conversation_id = $2) AS conversation_grant,
 			max(id) FILTER (WHERE conversation_id IS NULL) AS always_grant
 		FROM standing_grants WHERE user_subject = $1 AND tool_id = $5 AND revoked_at IS NULL AND policy_version = $6 AND $7
@@ -36,6 +41,7 @@ type turnFacts struct {
 	Rejections        int    `db:"rejections"`
 	ConversationGrant *int64 `db:"conversation_grant"`
 	AlwaysGrant       *int64 `db:"always_grant"`
+	ApprovedSame      bool   `db:"approved_same"`
 }
 
 // checkToolSQL reads the tool of a check outside a playbook run — known,
@@ -108,13 +114,16 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	// Without the facts the decision order ends in "pending" only where it
 	// would have looked at them: read them and decide again.
 	if res.Outcome.Verdict == approval.Pending {
-		if f, err = readTurnFacts(ctx, d.Pool, req, tool, args.Digest); err != nil {
+		if f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest); err != nil {
 			return CheckResult{}, false, err
 		}
 		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
 		res.Outcome = approval.Evaluate(in)
 	}
-	if res.Outcome.Verdict == approval.Pending && req.AttachToPending {
+	// A call that may join an earlier item, or whose very call was approved
+	// and not yet used (a retry whose first answer was lost), is answered
+	// in a transaction: it gets that item rather than a second prompt.
+	if res.Outcome.Verdict == approval.Pending && (req.AttachToPending || f.ApprovedSame) {
 		return CheckResult{}, false, nil
 	}
 	// An outcome that records only its audit line is written with those of
@@ -131,9 +140,9 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 }
 
 // readTurnFacts reads turnFactsSQL for tool as the check read it.
-func readTurnFacts(ctx context.Context, q querier, req CheckRequest, tool Tool, digest string) (turnFacts, error) {
+func readTurnFacts(ctx context.Context, q querier, key APIKey, req CheckRequest, tool Tool, digest string) (turnFacts, error) {
 	rows, err := q.Query(ctx, turnFactsSQL, req.User, req.ConversationID, req.TurnID, digest, tool.ID, tool.PolicyVersion,
-		tool.StandingApproval)
+		tool.StandingApproval, key.ID, req.CallID)
 	if err != nil {
 		return turnFacts{}, err
 	}

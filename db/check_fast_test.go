@@ -334,3 +334,36 @@ func TestGroupedAuditLines(t *testing.T) {
 		t.Fatal("no check was allowed")
 	}
 }
+
+// A call sent again after its item was approved but before it was used —
+// a runtime whose first answer was lost — gets that item, approved, and
+// claims it: no second prompt. Once used, the same call is a new call.
+func TestSameCallAfterApprovalGetsTheItem(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	a, req := f.pending(t, "turn")
+	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.Approve, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.store.Check(ctx, f.key, req, opt)
+	if err != nil || res.Outcome.Verdict != approval.Pending || res.Approval == nil || res.Approval.ID != a.ID ||
+		res.Approval.Status != approval.StatusApproved {
+		t.Fatalf("the same call after approval: %+v %+v %v", res.Outcome, res.Approval, err)
+	}
+	// Another key sending the same fields does not get it.
+	_, other, err := f.store.CreateAPIKey(ctx, "other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.store.Check(ctx, other, req, opt); err != nil || res.Approval == nil || res.Approval.ID == a.ID {
+		t.Fatalf("another key got this key's approved item: %+v %v", res.Approval, err)
+	}
+	if _, err := f.store.Claim(ctx, f.key, a.ID, req.CallID, approval.Digest(req.Arguments)); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.store.Check(ctx, f.key, req, opt)
+	if err != nil || res.Approval == nil || res.Approval.ID == a.ID || res.Approval.Status != approval.StatusPending {
+		t.Fatalf("the same call after its approval was used: %+v %v", res.Approval, err)
+	}
+}

@@ -15,6 +15,17 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+// querier is what read helpers need: the pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// batchSender is a pool (each batch one implicit transaction) or an open
+// transaction.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 type batchExec struct{ b *pgx.Batch }
 
 func (q batchExec) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {

@@ -260,12 +260,6 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	return nil
 }
 
-// batchSender is a pool (each batch one implicit transaction) or an open
-// transaction.
-type batchSender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-}
-
 // outcomeAudit is the audit line of an outcome that records nothing else —
 // an allow by a standing grant (grant is the grant used) or a refusal — and
 // audited is false for every other outcome.

@@ -27,11 +27,6 @@ type PlaybookListItem struct {
 	Pairs []PairState
 }
 
-// querier is what read helpers need: the pool or a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 const playbookSelect = `SELECT p.id, p.owner_subject, COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), p.owner_subject) AS owner_name,
 	p.name, p.definition, p.fingerprint, p.enabled, p.schedule, p.updated_at
 	FROM playbooks p LEFT JOIN LATERAL (SELECT name, email FROM users WHERE subject = p.owner_subject ORDER BY id LIMIT 1) u ON true`

@@ -30,14 +30,18 @@ func decodeJSON(c echo.Context, v any, mayHoldNUL ...string) error {
 	// For an object, the decoder refuses what scanBody refuses except a NUL
 	// escape, so an object without one is read once; scanBody runs on
 	// every other body, and names the problem when the decoder finds one.
-	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' || bytes.Contains(body, []byte(`\u0000`)) {
+	trimmed := bytes.TrimSpace(body)
+	scanned := len(trimmed) == 0 || trimmed[0] != '{' || bytes.Contains(body, []byte(`\u0000`))
+	if scanned {
 		if err := scanBody(body, mayHoldNUL); err != nil {
 			return err
 		}
 	}
 	if err := json.Unmarshal(body, v, json.RejectUnknownMembers(true)); err != nil {
-		if err := scanBody(body, mayHoldNUL); err != nil {
-			return err
+		if !scanned {
+			if err := scanBody(body, mayHoldNUL); err != nil {
+				return err
+			}
 		}
 		var se *json.SemanticError
 		if !errors.As(err, &se) {

@@ -214,7 +214,7 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	tool Tool, f turnFacts, res *CheckResult, opt CheckOptions) error {
 	b := &pgx.Batch{}
 	q := batchExec{b}
-	var created []Approval
+	var p *pendingWrite
 	var queued error
 	o := res.Outcome
 	ev, grant, audited := outcomeAudit(key, req, tool, f, o)
@@ -224,20 +224,10 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	case audited:
 		queued = RecordAudit(ctx, q, ev)
 	case o.Verdict == approval.Pending:
-		id := newApprovalID()
+		p, ev = newPendingWrite(key, req, args, tool, opt, ev)
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
-		sql, params := pendingInsert(id, key, req, args, tool, opt.Timeout)
-		b.Queue(sql, params...).Query(func(rows pgx.Rows) error {
-			var err error
-			created, err = collectApprovals(rows, nil)
-			return err
-		})
-		ev.Action, ev.ApprovalID = approval.ActionRequested, id
-		queued = errors.Join(keepArguments(ctx, q, id, args.Raw),
-			outboxApproval(ctx, q, EventApprovalRequested, Approval{ID: id, Status: approval.StatusPending,
-				OwnerSubject: req.User, Connector: tool.Connector, Tool: tool.Name}),
-			RecordAudit(ctx, q, ev),
-			notify(ctx, q, Change{ApprovalID: id, Owner: req.User}))
+		queued = errors.Join(p.queue(ctx, b), notifyOutbox(ctx, q), RecordAudit(ctx, q, ev),
+			notify(ctx, q, Change{ApprovalID: p.id, Owner: req.User}))
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
 		return nil
 	default:
@@ -251,13 +241,24 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	if err := s.SendBatch(ctx, b).Close(); err != nil {
 		return toolChanged(err)
 	}
-	if o.Verdict == approval.Pending {
-		if len(created) != 1 {
-			return fmt.Errorf("db: create pending: %d rows", len(created))
+	if p != nil {
+		a, err := p.approval()
+		if err != nil {
+			return err
 		}
-		res.Approval = &created[0]
+		res.Approval = &a
 	}
 	return nil
+}
+
+// newPendingWrite is the pending item of a check whose outcome asks a
+// person, and its audit line (ev, as outcomeAudit began it).
+func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions,
+	ev approval.AuditEvent) (*pendingWrite, approval.AuditEvent) {
+	id := newApprovalID()
+	sql, params := pendingInsert(id, key, req, args, tool, opt.Timeout)
+	ev.Action, ev.ApprovalID = approval.ActionRequested, id
+	return &pendingWrite{id: id, tool: tool, owner: req.User, raw: args.Raw, sql: sql, params: params}, ev
 }
 
 // outcomeAudit is the audit line of an outcome that records nothing else —

@@ -126,11 +126,19 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	if res.Outcome.Verdict == approval.Pending && (req.AttachToPending || f.ApprovedSame) {
 		return CheckResult{}, false, nil
 	}
-	// An outcome that records only its audit line is written with those of
-	// concurrent checks (auditGroup); any other in a batch of its own.
-	if ev, grant, audited := outcomeAudit(key, req, tool, f, res.Outcome); audited {
+	// What the outcome records is written with what concurrent checks
+	// record (writeGroups).
+	ev, grant, audited := outcomeAudit(key, req, tool, f, res.Outcome)
+	switch {
+	case audited:
 		err = d.recordGrouped(ctx, ev, grant)
-	} else {
+	case res.Outcome.Verdict == approval.Pending:
+		p, ev := newPendingWrite(key, req, args, tool, opt, ev)
+		var a Approval
+		if a, err = d.createPendingGrouped(ctx, p, ev); err == nil {
+			res.Approval = &a
+		}
+	default:
 		err = applyOutcome(ctx, d.Pool, key, req, args, tool, f, &res, opt)
 	}
 	if isUniqueViolation(err) || errors.Is(err, errToolChanged) {

@@ -30,7 +30,7 @@ const migrationLockID = 0x636f756e7465 // "counte"
 type DB struct {
 	Pool *pgxpool.Pool
 
-	audits auditGroup // the audit lines of concurrent checks, written together
+	groups writeGroups // what concurrent checks record, written together
 }
 
 // Open connects a pool to url and checks that the server answers.

@@ -29,7 +29,7 @@ const maxPayload = 7000
 
 // notifyMany queues the notifications of many changes inside tx as a few
 // payloads, each naming up to maxPayload bytes of ids and owners.
-func notifyMany(ctx context.Context, tx pgx.Tx, changes []Change) error {
+func notifyMany(ctx context.Context, tx execer, changes []Change) error {
 	var payloads []string
 	cur, size := Change{}, 0
 	owners := map[string]bool{}

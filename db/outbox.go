@@ -48,6 +48,14 @@ type NotificationEvent struct {
 // too. The NOTIFY (sent at commit) only wakes the pipelines early; a
 // periodic sweep finds anything a lost notification missed.
 func RecordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
+	if err := recordEvent(ctx, tx, ev); err != nil {
+		return err
+	}
+	return notifyOutbox(ctx, tx)
+}
+
+// recordEvent writes ev to the outbox inside tx; the caller announces it.
+func recordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
 	if ev.Detail == nil {
 		ev.Detail = map[string]any{}
 	}
@@ -59,7 +67,7 @@ func RecordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
 		VALUES ($1, $2::uuid, $3, $4, $5, $6, $7)`, ev.Kind, ev.ApprovalID, ev.Owner, ev.Connector, ev.Tool, ev.PlaybookID, b); err != nil {
 		return err
 	}
-	return notifyOutbox(ctx, tx)
+	return nil
 }
 
 // notifyOutbox wakes the pipelines at commit. Postgres folds identical
@@ -72,6 +80,17 @@ func notifyOutbox(ctx context.Context, tx execer) error {
 // outboxApproval records an event about item a: requested, decided,
 // expired or cancelled.
 func outboxApproval(ctx context.Context, tx execer, kind string, a Approval) error {
+	return RecordEvent(ctx, tx, approvalEvent(kind, a))
+}
+
+// pendingEvent is the event of item id created for owner on tool.
+func pendingEvent(id, owner string, tool Tool) NotificationEvent {
+	return approvalEvent(EventApprovalRequested, Approval{ID: id, Status: approval.StatusPending,
+		OwnerSubject: owner, Connector: tool.Connector, Tool: tool.Name})
+}
+
+// approvalEvent is the event kind about item a.
+func approvalEvent(kind string, a Approval) NotificationEvent {
 	detail := map[string]any{"status": string(a.Status)}
 	if a.Scope != nil {
 		detail["scope"] = *a.Scope
@@ -80,8 +99,8 @@ func outboxApproval(ctx context.Context, tx execer, kind string, a Approval) err
 		detail["code"] = string(code)
 	}
 	id := a.ID
-	return RecordEvent(ctx, tx, NotificationEvent{Kind: kind, ApprovalID: &id, Owner: a.OwnerSubject,
-		Connector: a.Connector, Tool: a.Tool, Detail: detail})
+	return NotificationEvent{Kind: kind, ApprovalID: &id, Owner: a.OwnerSubject,
+		Connector: a.Connector, Tool: a.Tool, Detail: detail}
 }
 
 // outboxEnded records the event of an item that settle ended.

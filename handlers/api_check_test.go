@@ -131,7 +131,7 @@ func TestCheck(t *testing.T) {
 		}
 		defer reader.Close(ctx)
 		var status string
-		if err := reader.QueryRow(ctx, `SELECT status FROM approvals WHERE id::text = ($1::jsonb)->>'a'`, n.Payload).Scan(&status); err != nil || status != "pending" {
+		if err := reader.QueryRow(ctx, `SELECT status FROM approvals WHERE id::text = COALESCE(($1::jsonb)->>'a', ($1::jsonb)->'as'->>0)`, n.Payload).Scan(&status); err != nil || status != "pending" {
 			t.Fatalf("row not visible when announced: %v %q", err, status)
 		}
 		if err := <-checked; err != nil {

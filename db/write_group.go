@@ -1,0 +1,202 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// writeGroups writes what concurrent checks record together. A check
+// allowed by a standing grant, or refused, records one audit line; a check
+// that asks a person records a pending item (its row, full text, outbox
+// event and audit line, and the notification that wakes its owner's
+// screens). Many of them at once would each pay a transaction, a WAL flush
+// and — for a pending item — a turn at the lock Postgres takes to queue a
+// NOTIFY at commit, which it holds until the commit is flushed, so every
+// notifying transaction of the cluster waits for the one before it.
+// Instead each check waits in a queue, and one writer at a time takes
+// everything queued and writes it in one batch (one implicit transaction)
+// with one multi-row audit insert and one set of notifications. Every
+// waiter is answered only after that commit, with its outcome — so no call
+// runs before its line is stored, and no item is announced before it
+// exists. A failed group is written again one check at a time, so that each
+// check gets its own answer (a pending item whose tool's policy changed, a
+// race lost to an identical call); a check whose own write fails does not
+// run. Under light load a group is one check and costs what it did alone.
+type writeGroups struct {
+	mu      sync.Mutex
+	queue   []*groupEntry
+	writing bool
+}
+
+// groupTimeout bounds one group's write.
+const groupTimeout = 10 * time.Second
+
+type groupEntry struct {
+	ev      approval.AuditEvent
+	grant   int64         // the standing grant used, whose last use is noted; 0 for none
+	pending *pendingWrite // a pending item to create, with ev its audit line; nil for a line alone
+	done    chan error
+}
+
+// pendingWrite is a pending item's writes; the writer fills in created.
+type pendingWrite struct {
+	id      string
+	tool    Tool
+	owner   string
+	raw     string // the full argument text
+	sql     string // pendingInsert
+	params  []any
+	created []Approval
+}
+
+// recordGrouped stores ev (and notes the use of grant, if not 0) with
+// whatever else is queued, and returns once it is committed or failed.
+func (d *DB) recordGrouped(ctx context.Context, ev approval.AuditEvent, grant int64) error {
+	return d.writeGrouped(ctx, &groupEntry{ev: ev, grant: grant})
+}
+
+// createPendingGrouped creates the pending item p, with ev its audit line,
+// with whatever else is queued; it returns the item once committed.
+func (d *DB) createPendingGrouped(ctx context.Context, p *pendingWrite, ev approval.AuditEvent) (Approval, error) {
+	if err := d.writeGrouped(ctx, &groupEntry{ev: ev, pending: p}); err != nil {
+		return Approval{}, err
+	}
+	return p.approval()
+}
+
+func (d *DB) writeGrouped(ctx context.Context, e *groupEntry) error {
+	e.done = make(chan error, 1)
+	g := &d.groups
+	g.mu.Lock()
+	g.queue = append(g.queue, e)
+	lead := !g.writing
+	g.writing = true
+	g.mu.Unlock()
+	if lead {
+		// The writer runs apart from this request's context: the others in
+		// its group must not fail because this caller went away.
+		go d.writeQueued()
+	}
+	select {
+	case err := <-e.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeQueued writes groups until the queue is empty.
+func (d *DB) writeQueued() {
+	g := &d.groups
+	for {
+		g.mu.Lock()
+		group := g.queue
+		g.queue = nil
+		if len(group) == 0 {
+			g.writing = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		err := d.writeGroup(group)
+		if err != nil && len(group) > 1 {
+			// Nothing of the group was kept: each check is written alone
+			// and gets its own answer.
+			for _, e := range group {
+				e.done <- d.writeGroup([]*groupEntry{e})
+			}
+			continue
+		}
+		for _, e := range group {
+			e.done <- err
+		}
+	}
+}
+
+// heldPolicy is a tool's policy version that a group's pending items were
+// created under.
+type heldPolicy struct {
+	tool    int64
+	version int
+}
+
+func (d *DB) writeGroup(group []*groupEntry) error {
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	b := &pgx.Batch{}
+	q := batchExec{b}
+	evs := make([]approval.AuditEvent, len(group))
+	var grants []int64
+	var held []heldPolicy
+	var changes []Change
+	for i, e := range group {
+		evs[i] = e.ev
+		if e.grant != 0 {
+			grants = append(grants, e.grant)
+		}
+		if e.pending != nil {
+			held = append(held, heldPolicy{e.pending.tool.ID, e.pending.tool.PolicyVersion})
+			changes = append(changes, Change{ApprovalID: e.pending.id, Owner: e.pending.owner})
+		}
+	}
+	if len(grants) > 0 {
+		b.Queue(noteGrantUseSQL, grants)
+	}
+	// Tools are held in one order, so that two groups never wait on each
+	// other's locks.
+	slices.SortFunc(held, func(a, b heldPolicy) int {
+		return cmp.Or(cmp.Compare(a.tool, b.tool), cmp.Compare(a.version, b.version))
+	})
+	for _, h := range slices.Compact(held) {
+		b.Queue(`SELECT hold_tool_policy($1, $2)`, h.tool, h.version)
+	}
+	for _, e := range group {
+		if e.pending != nil {
+			if err := e.pending.queue(ctx, b); err != nil {
+				return err
+			}
+		}
+	}
+	if err := RecordAuditMany(ctx, q, evs); err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		if err := errors.Join(notifyOutbox(ctx, q), notifyMany(ctx, q, changes)); err != nil {
+			return err
+		}
+	}
+	err := d.sendBatch(ctx, b)
+	if isUniqueViolation(err) {
+		return err // a race lost to an identical call: the check answers it
+	}
+	return toolChanged(translate("write group", err))
+}
+
+// queue queues the item's writes but its audit line, which the group
+// writes with the others.
+func (p *pendingWrite) queue(ctx context.Context, b *pgx.Batch) error {
+	b.Queue(p.sql, p.params...).Query(func(rows pgx.Rows) error {
+		var err error
+		p.created, err = collectApprovals(rows, nil)
+		return err
+	})
+	q := batchExec{b}
+	return errors.Join(keepArguments(ctx, q, p.id, p.raw),
+		recordEvent(ctx, q, pendingEvent(p.id, p.owner, p.tool)))
+}
+
+// approval is the item as created.
+func (p *pendingWrite) approval() (Approval, error) {
+	if len(p.created) != 1 {
+		return Approval{}, fmt.Errorf("db: create pending: %d rows", len(p.created))
+	}
+	return p.created[0], nil
+}

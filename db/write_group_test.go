@@ -1,0 +1,158 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+	"github.com/jackc/pgx/v5"
+)
+
+// Pending items of concurrent checks are created together, several in one
+// transaction, and each check still gets exactly its own answer: its own
+// item, stored with its full text, its outbox event and one audit line,
+// announced once committed; a check whose write cannot be stored fails
+// alone and leaves nothing behind; and two checks of the same call share
+// one item.
+func TestGroupedPendingItems(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, f.store.Pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN "+db.NotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+	// Lines of a "poison" turn cannot be stored.
+	if _, err := f.store.Pool.Exec(ctx, `
+		CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.turn_id LIKE 'poison%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()`); err != nil {
+		t.Fatal(err)
+	}
+	// First distinct calls; then with checks whose lines are refused and
+	// with calls sent twice at once: a group that holds one is written
+	// again one check at a time.
+	for _, poisoned := range []bool{false, true} {
+		name := map[bool]string{false: "DistinctCalls", true: "RefusedLinesAndCallsSentTwice"}[poisoned]
+		t.Run(name, func(t *testing.T) {
+			groupedPending(t, f, listener, poisoned)
+		})
+	}
+}
+
+func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned bool) {
+	ctx := context.Background()
+	round := fmt.Sprint(poisoned, "-")
+	const n = 60
+	type answer struct {
+		id  string
+		err error
+	}
+	answers := make([]answer, n)
+	// In the second round, checks 2k and 2k+1 are the same call when k is a
+	// multiple of 5: one of them loses the race to insert it.
+	request := func(i int) db.CheckRequest {
+		call, turn := i, fmt.Sprint(round, "ok-", i)
+		if poisoned && (i/2)%5 == 0 {
+			call, turn = i/2*2, fmt.Sprint(round, "same-", i/2)
+		}
+		if poisoned && i%7 == 6 {
+			turn = fmt.Sprint("poison-", i)
+		}
+		return db.CheckRequest{CallID: fmt.Sprint(round, "c", call), User: f.user.Subject, ConversationID: "conv", TurnID: turn,
+			Connector: "mail", Tool: "send_email", Arguments: fmt.Sprintf(`{"to":"a@example.com","n":%d}`, call)}
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, err := f.store.Check(ctx, f.key, request(i), db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+			answers[i].err = err
+			if err == nil {
+				if res.Outcome.Verdict != approval.Pending || res.Approval == nil {
+					answers[i].err = fmt.Errorf("outcome %+v", res.Outcome)
+					return
+				}
+				answers[i].id = res.Approval.ID
+			}
+		})
+	}
+	wg.Wait()
+
+	created := map[string]bool{}
+	for i := range n {
+		req, a := request(i), answers[i]
+		poison := strings.HasPrefix(req.TurnID, "poison")
+		switch {
+		case poison && a.err == nil:
+			t.Fatalf("check %d was answered with item %s though its audit line was refused", i, a.id)
+		case poison:
+			continue
+		case a.err != nil:
+			t.Fatalf("check %d: %v", i, a.err)
+		}
+		created[a.id] = true
+		var turn, call string
+		var texts, outbox, lines int
+		if err := f.store.Pool.QueryRow(ctx, `SELECT a.turn_id, a.call_id,
+				(SELECT count(*) FROM approval_arguments x WHERE x.approval_id = a.id),
+				(SELECT count(*) FROM notification_events e WHERE e.approval_id = a.id AND e.kind = $2),
+				(SELECT count(*) FROM audit_events v WHERE v.approval_id = a.id::text AND v.action = $3)
+			FROM approvals a WHERE a.id = $1::uuid AND a.status = 'pending'`, a.id, db.EventApprovalRequested,
+			approval.ActionRequested).Scan(&turn, &call, &texts, &outbox, &lines); err != nil {
+			t.Fatalf("check %d's item %s: %v", i, a.id, err)
+		}
+		if turn != req.TurnID || call != req.CallID || texts != 1 || outbox != 1 || lines != 1 {
+			t.Fatalf("check %d's item %s: turn %q call %q, %d full texts, %d outbox events, %d audit lines",
+				i, a.id, turn, call, texts, outbox, lines)
+		}
+	}
+	for k := 0; poisoned && k < n/2; k += 5 {
+		first, second := answers[2*k], answers[2*k+1]
+		if first.err == nil && second.err == nil && first.id != second.id {
+			t.Fatalf("the same call got two items: %s and %s", first.id, second.id)
+		}
+	}
+	var items, refused, transactions int
+	if err := f.store.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM approvals WHERE status = 'pending' AND turn_id LIKE $2),
+			(SELECT count(*) FROM approvals WHERE turn_id LIKE 'poison%'),
+			(SELECT count(DISTINCT xid) FROM audit_events WHERE action = $1 AND turn_id LIKE $2)`, approval.ActionRequested, round+"%").
+		Scan(&items, &refused, &transactions); err != nil {
+		t.Fatal(err)
+	}
+	if items != len(created) || refused != 0 {
+		t.Fatalf("%d pending items stored, %d answered; %d of refused checks", items, len(created), refused)
+	}
+	if !poisoned && transactions >= items {
+		t.Fatalf("%d items in %d transactions: none were written together", items, transactions)
+	}
+	// Every item was announced, after its commit.
+	announced := map[string]bool{}
+	for len(announced) < len(created) {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		nt, err := listener.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("%d of %d items announced: %v", len(announced), len(created), err)
+		}
+		var ch db.Change
+		if err := json.Unmarshal([]byte(nt.Payload), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range append(ch.ApprovalIDs, ch.ApprovalID) {
+			if id != "" && !created[id] {
+				t.Fatalf("announced %s, which no check was answered with", id)
+			}
+			announced[id] = true
+		}
+		delete(announced, "")
+	}
+}

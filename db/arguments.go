@@ -8,15 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// keepArguments stores the full argument text of a new pending item, so
-// that its owner can expand a shortened value before deciding. The row
-// lives only while the item waits: a trigger deletes it as the item leaves
-// pending, on every path (decision, expiry, cancellation, an admin's block).
-func keepArguments(ctx context.Context, tx execer, id, raw string) error {
-	_, err := tx.Exec(ctx, `INSERT INTO approval_arguments (approval_id, arguments) VALUES ($1::uuid, $2)`, id, []byte(raw))
-	return err
-}
-
 // FullArguments returns the full argument text of a pending item to its
 // owner. Anyone else, and anyone at all once the item is no longer waiting
 // (decided, ended, or due), gets not found: the text is kept only while a

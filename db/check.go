@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -226,8 +225,8 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	case o.Verdict == approval.Pending:
 		p, ev = newPendingWrite(key, req, args, tool, opt, ev)
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
-		queued = errors.Join(p.queue(ctx, b), notifyOutbox(ctx, q), RecordAudit(ctx, q, ev),
-			notify(ctx, q, Change{ApprovalID: p.id, Owner: req.User}))
+		queued = errors.Join(queuePending(b, []*pendingWrite{p}), notifyOutbox(ctx, q), RecordAudit(ctx, q, ev),
+			notify(ctx, q, p.change()))
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
 		return nil
 	default:
@@ -249,16 +248,6 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 		res.Approval = &a
 	}
 	return nil
-}
-
-// newPendingWrite is the pending item of a check whose outcome asks a
-// person, and its audit line (ev, as outcomeAudit began it).
-func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions,
-	ev approval.AuditEvent) (*pendingWrite, approval.AuditEvent) {
-	id := newApprovalID()
-	sql, params := pendingInsert(id, key, req, args, tool, opt.Timeout)
-	ev.Action, ev.ApprovalID = approval.ActionRequested, id
-	return &pendingWrite{id: id, tool: tool, owner: req.User, raw: args.Raw, sql: sql, params: params}, ev
 }
 
 // outcomeAudit is the audit line of an outcome that records nothing else —
@@ -314,32 +303,6 @@ func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckReques
 		return Approval{}, false, err
 	}
 	return list[0], true, nil
-}
-
-// pendingInsert is the statement that inserts item id and reads it back as
-// every reader sees it. What the reviewer is shown about the tool is kept
-// with the item, so a later catalog sync cannot relabel a call already
-// waiting.
-func pendingInsert(id string, key APIKey, req CheckRequest, args approval.Arguments, tool Tool, timeout time.Duration) (string, []any) {
-	decisions := approval.AvailableDecisions(tool.StandingApproval)
-	avail := make([]string, len(decisions))
-	for i, d := range decisions {
-		avail[i] = string(d)
-	}
-	return `
-		WITH ins AS (
-			INSERT INTO approvals (id, owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
-				arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
-				conversation_title, shown_tool_display, shown_connector_display, shown_connector_kind, shown_hints_taken,
-				shown_read_only_hint, shown_destructive_hint, shown_open_world_hint)
-			VALUES ($23::uuid, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now() + $15::interval, $16,
-				$17, $18, $19, true, $20, $21, $22)
-			RETURNING *)
-		` + strings.Replace(approvalSelect, "FROM approvals a", "FROM ins a", 1),
-		[]any{req.User, key.ID, req.ConversationID, req.TurnID, req.CallID, tool.ID, tool.Connector, tool.Name,
-			args.Digest, args.Size, approval.Preview(args), req.Reason, avail, tool.PolicyVersion, timeout,
-			req.ConversationTitle, tool.DisplayName, tool.ConnectorDisplay, tool.ConnectorKind,
-			tool.ReadOnlyHint, tool.DestructiveHint, tool.OpenWorldHint, id}
 }
 
 // recordRunOutcome audits what an unattended run was allowed through its

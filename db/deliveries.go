@@ -18,7 +18,7 @@ type NewDelivery struct {
 
 // PlanEvents takes up to limit events nobody has planned yet, asks plan for
 // each one's deliveries, records them and marks the events planned, in one
-// transaction. The events are locked with SKIP LOCKED, so instances
+// transaction (the writes in one round trip). The events are locked with SKIP LOCKED, so instances
 // planning at the same time share the work and no event is planned twice.
 func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func(NotificationEvent) ([]NewDelivery, error)) (int, error) {
 	n := 0
@@ -32,20 +32,31 @@ func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func
 		if err != nil {
 			return err
 		}
+		var ids, eventIDs []int64
+		var channels, targets []string
+		var notBefore []time.Time
 		for _, ev := range events {
 			list, err := plan(ev)
 			if err != nil {
 				return err
 			}
 			for _, nd := range list {
-				if _, err := tx.Exec(ctx, `INSERT INTO notification_deliveries (event_id, channel, target, next_attempt_at, created_at)
-					VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, ev.ID, nd.Channel, nd.Target, nd.NotBefore, now); err != nil {
-					return err
-				}
+				eventIDs, channels, targets, notBefore = append(eventIDs, ev.ID), append(channels, nd.Channel),
+					append(targets, nd.Target), append(notBefore, nd.NotBefore)
 			}
-			if _, err := tx.Exec(ctx, `UPDATE notification_events SET planned_at = now() WHERE id = $1`, ev.ID); err != nil {
-				return err
-			}
+			ids = append(ids, ev.ID)
+		}
+		b := &pgx.Batch{}
+		if len(eventIDs) > 0 {
+			b.Queue(`INSERT INTO notification_deliveries (event_id, channel, target, next_attempt_at, created_at)
+				SELECT e, c, t, nb, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS u(e, c, t, nb)
+				ON CONFLICT DO NOTHING`, eventIDs, channels, targets, notBefore, now)
+		}
+		// A join on the ids, not id = ANY(...): the events were read by their
+		// key and are updated by it, whatever the table's statistics say.
+		b.Queue(`UPDATE notification_events e SET planned_at = now() FROM unnest($1::bigint[]) AS u(id) WHERE e.id = u.id`, ids)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
 		}
 		n = len(events)
 		return nil

@@ -70,6 +70,29 @@ func recordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
 	return nil
 }
 
+// recordEvents queues the writes of evs to the outbox in one statement;
+// the caller announces them.
+func recordEvents(b *pgx.Batch, evs []NotificationEvent) error {
+	cols := make([][]any, 7)
+	for _, ev := range evs {
+		if ev.Detail == nil {
+			ev.Detail = map[string]any{}
+		}
+		detail, err := json.Marshal(ev.Detail)
+		if err != nil {
+			return err
+		}
+		for c, v := range []any{ev.Kind, ev.ApprovalID, ev.Owner, ev.Connector, ev.Tool, ev.PlaybookID, string(detail)} {
+			cols[c] = append(cols[c], v)
+		}
+	}
+	b.Queue(`INSERT INTO notification_events (kind, approval_id, owner_subject, connector, tool, playbook_id, detail)
+		SELECT k, a::uuid, o, c, t, p, d::jsonb FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+			$6::text[], $7::text[]) WITH ORDINALITY AS u(k, a, o, c, t, p, d, ord) ORDER BY ord`,
+		cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
+	return nil
+}
+
 // notifyOutbox wakes the pipelines at commit. Postgres folds identical
 // notifications of one transaction into one.
 func notifyOutbox(ctx context.Context, tx execer) error {
@@ -81,12 +104,6 @@ func notifyOutbox(ctx context.Context, tx execer) error {
 // expired or cancelled.
 func outboxApproval(ctx context.Context, tx execer, kind string, a Approval) error {
 	return RecordEvent(ctx, tx, approvalEvent(kind, a))
-}
-
-// pendingEvent is the event of item id created for owner on tool.
-func pendingEvent(id, owner string, tool Tool) NotificationEvent {
-	return approvalEvent(EventApprovalRequested, Approval{ID: id, Status: approval.StatusPending,
-		OwnerSubject: owner, Connector: tool.Connector, Tool: tool.Name})
 }
 
 // approvalEvent is the event kind about item a.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -44,17 +43,6 @@ type groupEntry struct {
 	grant   int64         // the standing grant used, whose last use is noted; 0 for none
 	pending *pendingWrite // a pending item to create, with ev its audit line; nil for a line alone
 	done    chan error
-}
-
-// pendingWrite is a pending item's writes; the writer fills in created.
-type pendingWrite struct {
-	id      string
-	tool    Tool
-	owner   string
-	raw     string // the full argument text
-	sql     string // pendingInsert
-	params  []any
-	created []Approval
 }
 
 // recordGrouped stores ev (and notes the use of grant, if not 0) with
@@ -121,13 +109,6 @@ func (d *DB) writeQueued() {
 	}
 }
 
-// heldPolicy is a tool's policy version that a group's pending items were
-// created under.
-type heldPolicy struct {
-	tool    int64
-	version int
-}
-
 func (d *DB) writeGroup(group []*groupEntry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
@@ -137,14 +118,16 @@ func (d *DB) writeGroup(group []*groupEntry) error {
 	var grants []int64
 	var held []heldPolicy
 	var changes []Change
+	var pending []*pendingWrite
 	for i, e := range group {
 		evs[i] = e.ev
 		if e.grant != 0 {
 			grants = append(grants, e.grant)
 		}
 		if e.pending != nil {
-			held = append(held, heldPolicy{e.pending.tool.ID, e.pending.tool.PolicyVersion})
-			changes = append(changes, Change{ApprovalID: e.pending.id, Owner: e.pending.owner})
+			pending = append(pending, e.pending)
+			held = append(held, e.pending.held())
+			changes = append(changes, e.pending.change())
 		}
 	}
 	if len(grants) > 0 {
@@ -158,11 +141,9 @@ func (d *DB) writeGroup(group []*groupEntry) error {
 	for _, h := range slices.Compact(held) {
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, h.tool, h.version)
 	}
-	for _, e := range group {
-		if e.pending != nil {
-			if err := e.pending.queue(ctx, b); err != nil {
-				return err
-			}
+	if len(pending) > 0 {
+		if err := queuePending(b, pending); err != nil {
+			return err
 		}
 	}
 	if err := RecordAuditMany(ctx, q, evs); err != nil {
@@ -178,25 +159,4 @@ func (d *DB) writeGroup(group []*groupEntry) error {
 		return err // a race lost to an identical call: the check answers it
 	}
 	return toolChanged(translate("write group", err))
-}
-
-// queue queues the item's writes but its audit line, which the group
-// writes with the others.
-func (p *pendingWrite) queue(ctx context.Context, b *pgx.Batch) error {
-	b.Queue(p.sql, p.params...).Query(func(rows pgx.Rows) error {
-		var err error
-		p.created, err = collectApprovals(rows, nil)
-		return err
-	})
-	q := batchExec{b}
-	return errors.Join(keepArguments(ctx, q, p.id, p.raw),
-		recordEvent(ctx, q, pendingEvent(p.id, p.owner, p.tool)))
-}
-
-// approval is the item as created.
-func (p *pendingWrite) approval() (Approval, error) {
-	if len(p.created) != 1 {
-		return Approval{}, fmt.Errorf("db: create pending: %d rows", len(p.created))
-	}
-	return p.created[0], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,7 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 	const n = 60
 	type answer struct {
 		id  string
+		a   db.Approval
 		err error
 	}
 	answers := make([]answer, n)
@@ -81,7 +83,7 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 					answers[i].err = fmt.Errorf("outcome %+v", res.Outcome)
 					return
 				}
-				answers[i].id = res.Approval.ID
+				answers[i].id, answers[i].a = res.Approval.ID, *res.Approval
 			}
 		})
 	}
@@ -100,6 +102,15 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 			t.Fatalf("check %d: %v", i, a.err)
 		}
 		created[a.id] = true
+		// The check answers with the item as every reader sees it.
+		stored, err := f.store.ApprovalForKey(ctx, a.id, f.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored.ExpiresIn, a.a.ExpiresIn = 0, 0
+		if !reflect.DeepEqual(stored, a.a) {
+			t.Fatalf("check %d answered with\n%+v\nbut stored\n%+v", i, a.a, stored)
+		}
 		var turn, call string
 		var texts, outbox, lines int
 		if err := f.store.Pool.QueryRow(ctx, `SELECT a.turn_id, a.call_id,

@@ -1,0 +1,140 @@
+package db
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// pendingWrite is a pending item to create: what the check read and
+// decided, and, once written, the times the database gave it.
+type pendingWrite struct {
+	a       Approval // as every reader will see it, but its times
+	raw     string   // the full argument text
+	timeout time.Duration
+	written bool
+}
+
+// newPendingWrite is the pending item of a check whose outcome asks a
+// person, and its audit line (ev, as outcomeAudit began it). What the
+// reviewer is shown about the tool is kept with the item, so that a later
+// catalog sync cannot relabel a call already waiting.
+func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions,
+	ev approval.AuditEvent) (*pendingWrite, approval.AuditEvent) {
+	decisions := approval.AvailableDecisions(tool.StandingApproval)
+	avail := make([]string, len(decisions))
+	for i, d := range decisions {
+		avail[i] = string(d)
+	}
+	p := &pendingWrite{raw: args.Raw, timeout: opt.Timeout, a: Approval{ID: newApprovalID(), OwnerSubject: req.User,
+		APIKeyID: key.ID, ConversationID: req.ConversationID, ConversationTitle: req.ConversationTitle, TurnID: req.TurnID,
+		CallID: req.CallID, ToolID: tool.ID, Connector: tool.Connector, Tool: tool.Name, ArgumentsDigest: args.Digest,
+		ArgumentsSize: args.Size, Preview: approval.Preview(args), AgentReason: req.Reason, AvailableDecisions: avail,
+		PolicyVersion: tool.PolicyVersion, Status: approval.StatusPending, ToolDisplay: tool.DisplayName,
+		ConnectorDisplay: tool.ConnectorDisplay, ConnectorKind: tool.ConnectorKind, ReadOnlyHint: tool.ReadOnlyHint,
+		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds}}
+	ev.Action, ev.ApprovalID = approval.ActionRequested, p.a.ID
+	return p, ev
+}
+
+// heldPolicy is a tool's policy version that pending items are created
+// under.
+type heldPolicy struct {
+	tool    int64
+	version int
+}
+
+func (p *pendingWrite) held() heldPolicy { return heldPolicy{p.a.ToolID, p.a.PolicyVersion} }
+
+// change is the notification that wakes the item's owner's screens.
+func (p *pendingWrite) change() Change { return Change{ApprovalID: p.a.ID, Owner: p.a.OwnerSubject} }
+
+// approval is the item as created.
+func (p *pendingWrite) approval() (Approval, error) {
+	if !p.written {
+		return Approval{}, fmt.Errorf("db: create pending %s: not written", p.a.ID)
+	}
+	return p.a, nil
+}
+
+// pendingInsertSQL inserts items from arrays, one element per item, and
+// returns each one's times by the database's clock.
+const pendingInsertSQL = `
+	INSERT INTO approvals (id, owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
+		arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
+		conversation_title, shown_tool_display, shown_connector_display, shown_connector_kind, shown_hints_taken,
+		shown_read_only_hint, shown_destructive_hint, shown_open_world_hint)
+	SELECT id::uuid, owner, key, conv, turn, call, tool_id, connector, tool, digest, size, preview::jsonb, reason,
+		string_to_array(avail, ' '), version, now() + timeout_us * interval '1 microsecond', title, tool_display,
+		connector_display, connector_kind, true, read_only, destructive, open_world
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
+		$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], $14::text[], $15::int[], $16::bigint[],
+		$17::text[], $18::text[], $19::text[], $20::text[], $21::bool[], $22::bool[], $23::bool[])
+		AS u(id, owner, key, conv, turn, call, tool_id, connector, tool, digest, size, preview, reason, avail, version,
+			timeout_us, title, tool_display, connector_display, connector_kind, read_only, destructive, open_world)
+	RETURNING id::text, created_at, expires_at, GREATEST(expires_at - now(), interval '0')`
+
+// queuePending queues the writes of items ps but their audit lines and
+// notifications: the rows, one statement for all (with their times read
+// back into ps), the full texts and the outbox events.
+func queuePending(b *pgx.Batch, ps []*pendingWrite) error {
+	cols := make([][]any, 23)
+	events := make([]NotificationEvent, len(ps))
+	texts := make([][]byte, len(ps))
+	ids := make([]string, len(ps))
+	byID := make(map[string]*pendingWrite, len(ps))
+	for i, p := range ps {
+		a := p.a
+		preview, err := json.Marshal(a.Preview)
+		if err != nil {
+			return err
+		}
+		for c, v := range []any{a.ID, a.OwnerSubject, a.APIKeyID, a.ConversationID, a.TurnID, a.CallID, a.ToolID,
+			a.Connector, a.Tool, a.ArgumentsDigest, a.ArgumentsSize, string(preview), a.AgentReason,
+			strings.Join(a.AvailableDecisions, " "), a.PolicyVersion, p.timeout.Microseconds(), a.ConversationTitle,
+			a.ToolDisplay, a.ConnectorDisplay, a.ConnectorKind, a.ReadOnlyHint, a.DestructiveHint, a.OpenWorldHint} {
+			cols[c] = append(cols[c], v)
+		}
+		ids[i], texts[i], byID[a.ID] = a.ID, []byte(p.raw), p
+		events[i] = approvalEvent(EventApprovalRequested, a)
+	}
+	args := make([]any, len(cols))
+	for c := range cols {
+		args[c] = cols[c]
+	}
+	b.Queue(pendingInsertSQL, args...).Query(func(rows pgx.Rows) error {
+		n := 0
+		for rows.Next() {
+			var id string
+			var created, expires time.Time
+			var in time.Duration
+			if err := rows.Scan(&id, &created, &expires, &in); err != nil {
+				return err
+			}
+			p := byID[id]
+			if p == nil || p.written {
+				return fmt.Errorf("db: create pending: unexpected row %s", id)
+			}
+			p.a.CreatedAt, p.a.ExpiresAt, p.a.ExpiresIn, p.written = created, expires, in, true
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n != len(ps) {
+			return fmt.Errorf("db: create pending: %d rows for %d items", n, len(ps))
+		}
+		return nil
+	})
+	// The full text lives only while the item waits: a trigger deletes it
+	// as the item leaves pending, on every path (decision, expiry,
+	// cancellation, an admin's block). Its owner may expand a shortened
+	// value with it before deciding.
+	b.Queue(`INSERT INTO approval_arguments (approval_id, arguments) SELECT i::uuid, t FROM unnest($1::text[], $2::bytea[]) AS u(i, t)`,
+		ids, texts)
+	return recordEvents(b, events)
+}

@@ -32,6 +32,14 @@ type Channel interface {
 	Send(ctx context.Context, target string, ds []db.Delivery) Result
 }
 
+// SameForKindAndOwner is implemented by channels whose targets for an
+// event depend only on its kind and owner (a person's devices, the webhooks
+// subscribed to a kind): planning asks them once per kind and owner in a
+// batch of events, not once per event.
+type SameForKindAndOwner interface {
+	TargetsDependOnKindAndOwnerOnly()
+}
+
 // Grouped is implemented by channels that send a target's due deliveries
 // in one message (email groups a burst of items into one mail).
 type Grouped interface {
@@ -181,12 +189,20 @@ func (p *Pipeline) Run(ctx context.Context) {
 func (p *Pipeline) plan(ctx context.Context) {
 	for ctx.Err() == nil {
 		now := p.opt.Now()
+		type asked struct{ channel, kind, owner string }
+		known := map[asked][]Target{}
 		n, err := p.db.PlanEvents(ctx, 100, now, func(ev db.NotificationEvent) ([]db.NewDelivery, error) {
 			var out []db.NewDelivery
 			for _, c := range p.channels {
-				targets, err := c.Targets(ctx, ev)
-				if err != nil {
-					return nil, fmt.Errorf("%s targets: %w", c.Name(), err)
+				_, same := c.(SameForKindAndOwner)
+				k := asked{c.Name(), ev.Kind, ev.Owner}
+				targets, ok := known[k]
+				if !ok || !same {
+					var err error
+					if targets, err = c.Targets(ctx, ev); err != nil {
+						return nil, fmt.Errorf("%s targets: %w", c.Name(), err)
+					}
+					known[k] = targets
 				}
 				for _, t := range targets {
 					nb := t.NotBefore

@@ -61,6 +61,9 @@ func NewPush(store *db.DB, vapid *VAPID, subject string, base *url.URL, now func
 // Name implements Channel.
 func (p *Push) Name() string { return "push" }
 
+// TargetsDependOnKindAndOwnerOnly: see SameForKindAndOwner.
+func (*Push) TargetsDependOnKindAndOwnerOnly() {}
+
 // Targets implements Channel: every device of a new pending item's owner.
 func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
 	if ev.Kind != db.EventApprovalRequested || ev.Owner == "" {

@@ -55,6 +55,9 @@ func NewWebhooks(store *db.DB, base *url.URL, now func() time.Time) *Webhooks {
 // Name implements Channel.
 func (w *Webhooks) Name() string { return "webhook" }
 
+// TargetsDependOnKindAndOwnerOnly: see SameForKindAndOwner.
+func (*Webhooks) TargetsDependOnKindAndOwnerOnly() {}
+
 // Targets implements Channel: the endpoints subscribed to ev's kind.
 func (w *Webhooks) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
 	if ev.Kind == db.EventTest {

@@ -144,6 +144,12 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	}
 	gr := grant.perSec() / commits.perSec()
 	row("check allowed by \"Always allow\" (audited)", grant, fmt.Sprintf("%.2f× commits  %s (≥0.20×)", gr, verdict(gr >= 0.20)))
+	// Three instances run the same path next, on the database as one
+	// instance left it: before the pending run adds thousands of waiting
+	// items that both would otherwise not have seen alike.
+	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, stdout); err != nil {
+		return err
+	}
 	stopSampling = b.sampleWaits(ctx)
 	pending, err := check(paths[2])
 	pSamples, pWaits := stopSampling()
@@ -156,11 +162,8 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
 	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
 	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n", pSamples, topWaits(pWaits, 6))
-	fmt.Fprintf(stdout, "  unsealed audit window during the audited and pending runs: at most %s  %s (<1s)\n",
+	fmt.Fprintf(stdout, "  unsealed audit window during the audited runs and the pending run: at most %s  %s (<1s)\n",
 		window.Round(time.Millisecond), verdict(window < time.Second))
-	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, stdout); err != nil {
-		return err
-	}
 	fmt.Fprintln(stdout)
 	return nil
 }

@@ -114,7 +114,10 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	// Without the facts the decision order ends in "pending" only where it
 	// would have looked at them: read them and decide again.
 	if res.Outcome.Verdict == approval.Pending {
-		if f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest); err != nil {
+		d.groups.coming.Add(1)
+		f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest)
+		d.groups.coming.Add(-1)
+		if err != nil {
 			return CheckResult{}, false, err
 		}
 		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -29,11 +30,18 @@ import (
 // check gets its own answer (a pending item whose tool's policy changed, a
 // race lost to an identical call); a check whose own write fails does not
 // run. Under light load a group is one check and costs what it did alone.
+// A writer about to write waits a moment (groupLinger at most) while other
+// checks are still reading their turn's facts, the step before they queue.
 type writeGroups struct {
 	mu      sync.Mutex
 	queue   []*groupEntry
 	writing bool
+	coming  atomic.Int64  // checks reading what decides whether they write
+	arrived chan struct{} // a check queued
 }
+
+// groupLinger bounds how long a writer waits for checks on their way.
+const groupLinger = 300 * time.Microsecond
 
 // groupTimeout bounds one group's write.
 const groupTimeout = 10 * time.Second
@@ -65,6 +73,10 @@ func (d *DB) writeGrouped(ctx context.Context, e *groupEntry) error {
 	g := &d.groups
 	g.mu.Lock()
 	g.queue = append(g.queue, e)
+	select {
+	case g.arrived <- struct{}{}:
+	default:
+	}
 	lead := !g.writing
 	g.writing = true
 	g.mu.Unlock()
@@ -85,6 +97,7 @@ func (d *DB) writeGrouped(ctx context.Context, e *groupEntry) error {
 func (d *DB) writeQueued() {
 	g := &d.groups
 	for {
+		g.awaitComing()
 		g.mu.Lock()
 		group := g.queue
 		g.queue = nil
@@ -105,6 +118,24 @@ func (d *DB) writeQueued() {
 		}
 		for _, e := range group {
 			e.done <- err
+		}
+	}
+}
+
+// awaitComing waits, at most groupLinger, while checks are reading what
+// decides whether they write: they would otherwise make the next group,
+// and each group costs a commit.
+func (g *writeGroups) awaitComing() {
+	if g.coming.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(groupLinger)
+	defer t.Stop()
+	for g.coming.Load() > 0 {
+		select {
+		case <-g.arrived:
+		case <-t.C:
+			return
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,13 +20,20 @@ type NewDelivery struct {
 
 // PlanEvents takes up to limit events nobody has planned yet, asks plan for
 // each one's deliveries, records them and marks the events planned, in one
-// transaction (the writes in one round trip). The events are locked with SKIP LOCKED, so instances
+// transaction. The events are locked with SKIP LOCKED, so instances
 // planning at the same time share the work and no event is planned twice.
 func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func(NotificationEvent) ([]NewDelivery, error)) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT id, kind, approval_id::text AS approval_id, owner_subject, connector, tool, playbook_id, detail, created_at
-			FROM notification_events WHERE planned_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		// The events are marked planned as they are taken, by their row's
+		// address: a join on ids could be planned as a scan of the whole
+		// outbox while its statistics lag behind a burst. The transaction
+		// rolls the mark back if planning fails.
+		rows, err := tx.Query(ctx, `
+			WITH picked AS (SELECT ctid FROM notification_events WHERE planned_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+			UPDATE notification_events e SET planned_at = now() FROM picked WHERE e.ctid = picked.ctid
+			RETURNING e.id, e.kind, e.approval_id::text AS approval_id, e.owner_subject, e.connector, e.tool, e.playbook_id,
+				e.detail, e.created_at`, limit)
 		if err != nil {
 			return err
 		}
@@ -32,7 +41,8 @@ func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func
 		if err != nil {
 			return err
 		}
-		var ids, eventIDs []int64
+		slices.SortFunc(events, func(a, b NotificationEvent) int { return cmp.Compare(a.ID, b.ID) })
+		var eventIDs []int64
 		var channels, targets []string
 		var notBefore []time.Time
 		for _, ev := range events {
@@ -44,19 +54,13 @@ func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func
 				eventIDs, channels, targets, notBefore = append(eventIDs, ev.ID), append(channels, nd.Channel),
 					append(targets, nd.Target), append(notBefore, nd.NotBefore)
 			}
-			ids = append(ids, ev.ID)
 		}
-		b := &pgx.Batch{}
 		if len(eventIDs) > 0 {
-			b.Queue(`INSERT INTO notification_deliveries (event_id, channel, target, next_attempt_at, created_at)
+			if _, err := tx.Exec(ctx, `INSERT INTO notification_deliveries (event_id, channel, target, next_attempt_at, created_at)
 				SELECT e, c, t, nb, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS u(e, c, t, nb)
-				ON CONFLICT DO NOTHING`, eventIDs, channels, targets, notBefore, now)
-		}
-		// A join on the ids, not id = ANY(...): the events were read by their
-		// key and are updated by it, whatever the table's statistics say.
-		b.Queue(`UPDATE notification_events e SET planned_at = now() FROM unnest($1::bigint[]) AS u(id) WHERE e.id = u.id`, ids)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
+				ON CONFLICT DO NOTHING`, eventIDs, channels, targets, notBefore, now); err != nil {
+				return err
+			}
 		}
 		n = len(events)
 		return nil

@@ -214,6 +214,7 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	b := &pgx.Batch{}
 	q := batchExec{b}
 	var p *pendingWrite
+	var created func()
 	var queued error
 	o := res.Outcome
 	ev, grant, audited := outcomeAudit(key, req, tool, f, o)
@@ -225,8 +226,9 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 	case o.Verdict == approval.Pending:
 		p, ev = newPendingWrite(key, req, args, tool, opt, ev)
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
-		queued = errors.Join(queuePending(b, []*pendingWrite{p}), notifyOutbox(ctx, q), RecordAudit(ctx, q, ev),
-			notify(ctx, q, p.change()))
+		var err error
+		created, err = queuePending(b, []*pendingWrite{p})
+		queued = errors.Join(err, notifyOutbox(ctx, q), RecordAudit(ctx, q, ev), notify(ctx, q, p.change()))
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
 		return nil
 	default:
@@ -241,6 +243,7 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 		return toolChanged(err)
 	}
 	if p != nil {
+		created()
 		a, err := p.approval()
 		if err != nil {
 			return err

@@ -102,6 +102,15 @@ func TestGrantUseLocksNoSharedRow(t *testing.T) {
 // read: when the policy changed since, the batch fails as a whole — no item,
 // no full text, no audit event, no outbox event — and the check reads again.
 func TestPendingBatchHeldToPolicyRead(t *testing.T) {
+	for name, open := range map[string]openPending{"OneBatch": (*db.DB).OpenPendingUnder, "Grouped": (*db.DB).OpenPendingGroupedUnder} {
+		t.Run(name, func(t *testing.T) { pendingHeldToPolicyRead(t, open) })
+	}
+}
+
+// openPending writes a pending outcome for a tool as the caller read it.
+type openPending func(d *db.DB, ctx context.Context, key db.APIKey, req db.CheckRequest, tool db.Tool) (db.CheckResult, error)
+
+func pendingHeldToPolicyRead(t *testing.T, open openPending) {
 	f := newBlockFixture(t)
 	ctx := context.Background()
 	stale := f.tool
@@ -121,13 +130,13 @@ func TestPendingBatchHeldToPolicyRead(t *testing.T) {
 		}
 		return s
 	}
-	if _, err := f.store.OpenPendingUnder(ctx, f.key, req, stale); !errors.Is(err, db.ErrToolChanged) {
+	if _, err := open(f.store, ctx, f.key, req, stale); !errors.Is(err, db.ErrToolChanged) {
 		t.Fatalf("stale policy: %v", err)
 	}
 	if got := written(); got != "0/0/0/0" {
 		t.Fatalf("a failed batch left rows behind (items/full texts/audited/outbox): %s", got)
 	}
-	res, err := f.store.OpenPendingUnder(ctx, f.key, req, f.tool)
+	res, err := open(f.store, ctx, f.key, req, f.tool)
 	if err != nil || res.Approval == nil || res.Approval.Status != approval.StatusPending || res.Approval.CallID != "c1" {
 		t.Fatalf("current policy: %+v %v", res.Approval, err)
 	}
@@ -140,7 +149,7 @@ func TestPendingBatchHeldToPolicyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.CallID = "c2"
-	if _, err := f.store.OpenPendingUnder(ctx, f.key, req, f.tool); !errors.Is(err, db.ErrToolChanged) {
+	if _, err := open(f.store, ctx, f.key, req, f.tool); !errors.Is(err, db.ErrToolChanged) {
 		t.Fatalf("retired tool: %v", err)
 	}
 }

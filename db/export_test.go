@@ -18,3 +18,16 @@ func (d *DB) OpenPendingUnder(ctx context.Context, key APIKey, req CheckRequest,
 		CheckOptions{Timeout: time.Minute})
 	return res, err
 }
+
+// OpenPendingGroupedUnder does what OpenPendingUnder does through the
+// group writer, with whatever concurrent checks queue.
+func (d *DB) OpenPendingGroupedUnder(ctx context.Context, key APIKey, req CheckRequest, tool Tool) (CheckResult, error) {
+	res := CheckResult{Outcome: approval.Outcome{Verdict: approval.Pending}, Tool: tool}
+	p, ev := newPendingWrite(key, req, approval.ParseArguments(req.Arguments), tool, CheckOptions{Timeout: time.Minute},
+		approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name})
+	a, err := d.createPendingGrouped(ctx, p, ev)
+	if err == nil {
+		res.Approval = &a
+	}
+	return res, toolChanged(err)
+}

@@ -1,8 +1,10 @@
 package db
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,9 +16,10 @@ import (
 // decided, and, once written, the times the database gave it.
 type pendingWrite struct {
 	a       Approval // as every reader will see it, but its times
+	preview []byte   // a.Preview as stored
 	raw     string   // the full argument text
 	timeout time.Duration
-	written bool
+	written bool // the times are the database's: the item committed
 }
 
 // newPendingWrite is the pending item of a check whose outcome asks a
@@ -37,6 +40,14 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		PolicyVersion: tool.PolicyVersion, Status: approval.StatusPending, ToolDisplay: tool.DisplayName,
 		ConnectorDisplay: tool.ConnectorDisplay, ConnectorKind: tool.ConnectorKind, ReadOnlyHint: tool.ReadOnlyHint,
 		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds}}
+	// The preview as readers will read it back: a JSON round trip, which
+	// for one drops empty lists.
+	if b, err := json.Marshal(p.a.Preview); err == nil {
+		p.preview, p.a.Preview = b, approval.ArgumentPreview{}
+		if err := json.Unmarshal(b, &p.a.Preview); err != nil {
+			p.preview = nil
+		}
+	}
 	ev.Action, ev.ApprovalID = approval.ActionRequested, p.a.ID
 	return p, ev
 }
@@ -79,27 +90,42 @@ const pendingInsertSQL = `
 	RETURNING id::text, created_at, expires_at, GREATEST(expires_at - now(), interval '0')`
 
 // queuePending queues the writes of items ps but their audit lines and
-// notifications: the rows, one statement for all (with their times read
-// back into ps), the full texts and the outbox events.
-func queuePending(b *pgx.Batch, ps []*pendingWrite) error {
+// notifications: the rows, one statement for all, the full texts and the
+// outbox events. The rows are queued in the order of their unique key, so
+// that two instances writing the same calls wait on each other in one
+// order, never in a cycle. Once the batch has committed, created gives
+// each item the times the database gave it (inside a transaction: once
+// the batch succeeded, to be kept only if the transaction commits); until
+// then ps are unchanged.
+func queuePending(b *pgx.Batch, ps []*pendingWrite) (created func(), err error) {
+	ps = slices.Clone(ps)
+	slices.SortFunc(ps, func(x, y *pendingWrite) int {
+		a, b := x.a, y.a
+		return cmp.Or(cmp.Compare(a.APIKeyID, b.APIKeyID), cmp.Compare(a.OwnerSubject, b.OwnerSubject),
+			cmp.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.TurnID, b.TurnID), cmp.Compare(a.CallID, b.CallID),
+			cmp.Compare(a.ToolID, b.ToolID), cmp.Compare(a.ArgumentsDigest, b.ArgumentsDigest), cmp.Compare(a.ID, b.ID))
+	})
 	cols := make([][]any, 23)
 	events := make([]NotificationEvent, len(ps))
 	texts := make([][]byte, len(ps))
 	ids := make([]string, len(ps))
-	byID := make(map[string]*pendingWrite, len(ps))
+	type times struct {
+		created, expires time.Time
+		in               time.Duration
+	}
+	got := make(map[string]*times, len(ps))
 	for i, p := range ps {
 		a := p.a
-		preview, err := json.Marshal(a.Preview)
-		if err != nil {
-			return err
+		if p.preview == nil {
+			return nil, fmt.Errorf("db: create pending %s: no preview", a.ID)
 		}
 		for c, v := range []any{a.ID, a.OwnerSubject, a.APIKeyID, a.ConversationID, a.TurnID, a.CallID, a.ToolID,
-			a.Connector, a.Tool, a.ArgumentsDigest, a.ArgumentsSize, string(preview), a.AgentReason,
+			a.Connector, a.Tool, a.ArgumentsDigest, a.ArgumentsSize, string(p.preview), a.AgentReason,
 			strings.Join(a.AvailableDecisions, " "), a.PolicyVersion, p.timeout.Microseconds(), a.ConversationTitle,
 			a.ToolDisplay, a.ConnectorDisplay, a.ConnectorKind, a.ReadOnlyHint, a.DestructiveHint, a.OpenWorldHint} {
 			cols[c] = append(cols[c], v)
 		}
-		ids[i], texts[i], byID[a.ID] = a.ID, []byte(p.raw), p
+		ids[i], texts[i], got[a.ID] = a.ID, []byte(p.raw), nil
 		events[i] = approvalEvent(EventApprovalRequested, a)
 	}
 	args := make([]any, len(cols))
@@ -110,16 +136,14 @@ func queuePending(b *pgx.Batch, ps []*pendingWrite) error {
 		n := 0
 		for rows.Next() {
 			var id string
-			var created, expires time.Time
-			var in time.Duration
-			if err := rows.Scan(&id, &created, &expires, &in); err != nil {
+			var t times
+			if err := rows.Scan(&id, &t.created, &t.expires, &t.in); err != nil {
 				return err
 			}
-			p := byID[id]
-			if p == nil || p.written {
+			if prev, ok := got[id]; !ok || prev != nil {
 				return fmt.Errorf("db: create pending: unexpected row %s", id)
 			}
-			p.a.CreatedAt, p.a.ExpiresAt, p.a.ExpiresIn, p.written = created, expires, in, true
+			got[id] = &t
 			n++
 		}
 		if err := rows.Err(); err != nil {
@@ -136,5 +160,14 @@ func queuePending(b *pgx.Batch, ps []*pendingWrite) error {
 	// value with it before deciding.
 	b.Queue(`INSERT INTO approval_arguments (approval_id, arguments) SELECT i::uuid, t FROM unnest($1::text[], $2::bytea[]) AS u(i, t)`,
 		ids, texts)
-	return recordEvents(b, events)
+	if err := recordEvents(b, events); err != nil {
+		return nil, err
+	}
+	return func() {
+		for _, p := range ps {
+			if t := got[p.a.ID]; t != nil {
+				p.a.CreatedAt, p.a.ExpiresAt, p.a.ExpiresIn, p.written = t.created, t.expires, t.in, true
+			}
+		}
+	}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // writeGroups writes what concurrent checks record together. A check
@@ -47,6 +48,7 @@ const groupLinger = 300 * time.Microsecond
 const groupTimeout = 10 * time.Second
 
 type groupEntry struct {
+	ctx     context.Context // the check's; a check gone before its group is written is skipped
 	ev      approval.AuditEvent
 	grant   int64         // the standing grant used, whose last use is noted; 0 for none
 	pending *pendingWrite // a pending item to create, with ev its audit line; nil for a line alone
@@ -69,7 +71,7 @@ func (d *DB) createPendingGrouped(ctx context.Context, p *pendingWrite, ev appro
 }
 
 func (d *DB) writeGrouped(ctx context.Context, e *groupEntry) error {
-	e.done = make(chan error, 1)
+	e.ctx, e.done = ctx, make(chan error, 1)
 	g := &d.groups
 	g.mu.Lock()
 	g.queue = append(g.queue, e)
@@ -107,19 +109,52 @@ func (d *DB) writeQueued() {
 			return
 		}
 		g.mu.Unlock()
-		err := d.writeGroup(group)
-		if err != nil && len(group) > 1 {
-			// Nothing of the group was kept: each check is written alone
-			// and gets its own answer.
-			for _, e := range group {
+		// A check whose caller went away before its group was written is
+		// not written: nothing would answer it, and a prompt nobody waits
+		// for must not appear.
+		live := group[:0:0]
+		for _, e := range group {
+			if err := e.ctx.Err(); err != nil {
+				e.done <- err
+			} else {
+				live = append(live, e)
+			}
+		}
+		if len(live) == 0 {
+			continue
+		}
+		err := d.writeGroup(live)
+		if err != nil && len(live) > 1 && entryError(err) {
+			// The database refused one statement, so nothing of the group
+			// was kept: each check is written alone and gets its own
+			// answer. Any other failure (a lost connection, the group's
+			// deadline) may have come after the commit, or would only
+			// recur: every check in the group fails and does not run.
+			for _, e := range live {
 				e.done <- d.writeGroup([]*groupEntry{e})
 			}
 			continue
 		}
-		for _, e := range group {
+		for _, e := range live {
 			e.done <- err
 		}
 	}
+}
+
+// entryError says whether err is the database refusing a statement of a
+// group on its merits — a constraint, a value, a raised exception, a
+// policy changed since it was read, a deadlock — which one check's write
+// can cause and the others' writes then succeed without.
+func entryError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23", "40", "P0", "CS":
+		return true
+	}
+	return false
 }
 
 // awaitComing waits, at most groupLinger, while checks are reading what
@@ -172,8 +207,10 @@ func (d *DB) writeGroup(group []*groupEntry) error {
 	for _, h := range slices.Compact(held) {
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, h.tool, h.version)
 	}
+	var created func()
 	if len(pending) > 0 {
-		if err := queuePending(b, pending); err != nil {
+		var err error
+		if created, err = queuePending(b, pending); err != nil {
 			return err
 		}
 	}
@@ -186,7 +223,13 @@ func (d *DB) writeGroup(group []*groupEntry) error {
 		}
 	}
 	err := d.sendBatch(ctx, b)
-	if isUniqueViolation(err) {
+	switch {
+	case err == nil:
+		if created != nil {
+			created()
+		}
+		return nil
+	case isUniqueViolation(err):
 		return err // a race lost to an identical call: the check answers it
 	}
 	return toolChanged(translate("write group", err))

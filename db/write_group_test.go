@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -39,20 +40,26 @@ func TestGroupedPendingItems(t *testing.T) {
 		CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()`); err != nil {
 		t.Fatal(err)
 	}
-	// First distinct calls; then with checks whose lines are refused and
-	// with calls sent twice at once: a group that holds one is written
-	// again one check at a time.
-	for _, poisoned := range []bool{false, true} {
-		name := map[bool]string{false: "DistinctCalls", true: "RefusedLinesAndCallsSentTwice"}[poisoned]
-		t.Run(name, func(t *testing.T) {
-			groupedPending(t, f, listener, poisoned)
+	// First distinct calls, then with checks whose lines are refused, then
+	// with calls sent twice at once: a group that holds one of those is
+	// written again one check at a time.
+	for _, round := range []struct {
+		name           string
+		refused, twice bool
+	}{{"DistinctCalls", false, false}, {"RefusedLines", true, false}, {"CallsSentTwice", false, true}} {
+		t.Run(round.name, func(t *testing.T) {
+			groupedPending(t, f, listener, round.name, round.refused, round.twice)
 		})
 	}
 }
 
-func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned bool) {
+// argumentShapes are argument texts of every kind a runtime may send.
+var argumentShapes = []string{`{"to":"a@example.com","n":%d}`, `{}`, `not JSON, call %d`,
+	`{"body":"` + strings.Repeat("x", 5000) + `","n":%d}`, `{"to":"a\u202e@example.com\u200b","n":%d}`}
+
+func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, name string, poisoned, twice bool) {
 	ctx := context.Background()
-	round := fmt.Sprint(poisoned, "-")
+	round := name + "-"
 	const n = 60
 	type answer struct {
 		id  string
@@ -60,18 +67,22 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 		err error
 	}
 	answers := make([]answer, n)
-	// In the second round, checks 2k and 2k+1 are the same call when k is a
+	// With twice, checks 2k and 2k+1 are the same call when k is a
 	// multiple of 5: one of them loses the race to insert it.
 	request := func(i int) db.CheckRequest {
 		call, turn := i, fmt.Sprint(round, "ok-", i)
-		if poisoned && (i/2)%5 == 0 {
+		if twice && (i/2)%5 == 0 {
 			call, turn = i/2*2, fmt.Sprint(round, "same-", i/2)
 		}
 		if poisoned && i%7 == 6 {
 			turn = fmt.Sprint("poison-", i)
 		}
+		args := argumentShapes[call%len(argumentShapes)]
+		if strings.Contains(args, "%d") {
+			args = fmt.Sprintf(args, call)
+		}
 		return db.CheckRequest{CallID: fmt.Sprint(round, "c", call), User: f.user.Subject, ConversationID: "conv", TurnID: turn,
-			Connector: "mail", Tool: "send_email", Arguments: fmt.Sprintf(`{"to":"a@example.com","n":%d}`, call)}
+			Connector: "mail", Tool: "send_email", Arguments: args}
 	}
 	var wg sync.WaitGroup
 	for i := range n {
@@ -126,7 +137,7 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 				i, a.id, turn, call, texts, outbox, lines)
 		}
 	}
-	for k := 0; poisoned && k < n/2; k += 5 {
+	for k := 0; twice && k < n/2; k += 5 {
 		first, second := answers[2*k], answers[2*k+1]
 		if first.err == nil && second.err == nil && first.id != second.id {
 			t.Fatalf("the same call got two items: %s and %s", first.id, second.id)
@@ -142,7 +153,7 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 	if items != len(created) || refused != 0 {
 		t.Fatalf("%d pending items stored, %d answered; %d of refused checks", items, len(created), refused)
 	}
-	if !poisoned && transactions >= items {
+	if !poisoned && !twice && transactions >= items {
 		t.Fatalf("%d items in %d transactions: none were written together", items, transactions)
 	}
 	// Every item was announced, after its commit.
@@ -165,5 +176,79 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, poisoned 
 			announced[id] = true
 		}
 		delete(announced, "")
+	}
+}
+
+// A check whose caller went away while it waited for the group writer is
+// not written: no item appears that nobody waits for. The others are.
+func TestGroupSkipsChecksWhoseCallerLeft(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	// An open transaction holds the tool's row, so that the first group
+	// waits in hold_tool_policy and the next check stays queued.
+	admin, err := f.store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Rollback(ctx)
+	if _, err := admin.Exec(ctx, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID); err != nil {
+		t.Fatal(err)
+	}
+	req := func(call string) db.CheckRequest {
+		return db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv", TurnID: "t",
+			Connector: "mail", Tool: "send_email", Arguments: `{"n":1}`}
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.store.OpenPendingGroupedUnder(ctx, f.key, req("stays"), f.tool)
+		first <- err
+	}()
+	waitFor(t, func() bool {
+		var n int
+		_ = f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		return n > 0
+	})
+	leaving, leave := context.WithCancel(ctx)
+	second := make(chan error, 1)
+	go func() {
+		_, err := f.store.OpenPendingGroupedUnder(leaving, f.key, req("leaves"), f.tool)
+		second <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // queued behind the first group
+	leave()
+	if err := <-second; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the check whose caller left: %v", err)
+	}
+	if err := admin.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the check that stayed: %v", err)
+	}
+	// A third check is written after the skipped one was taken off the queue.
+	if _, err := f.store.OpenPendingGroupedUnder(ctx, f.key, req("after"), f.tool); err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	rows, err := f.store.Pool.Query(ctx, `SELECT call_id FROM approvals ORDER BY call_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(calls, []string{"after", "stays"}) {
+		t.Fatalf("items stored for calls %v; want after and stays only", calls)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

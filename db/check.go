@@ -66,8 +66,8 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 }
 
 // CheckWithAPIKey is Check for a runtime that sent key: the key is
-// authenticated in the same round trip as the tool is read, so a call its
-// policy allows costs one round trip in all. A missing, unknown or revoked
+// authenticated by the statement that reads the tool (keyAndToolSQL), so a
+// call its policy allows costs one statement in all. A missing, unknown or revoked
 // key is refused, and nothing of the check is used.
 func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckRequest, opt CheckOptions) (CheckResult, APIKey, error) {
 	if !apiKeyShaped(rawKey) {
@@ -75,28 +75,21 @@ func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckReques
 	}
 	args := approval.ParseArguments(req.Arguments)
 	hash := hashAPIKey(rawKey)
-	b := &pgx.Batch{}
 	var key APIKey
 	var live bool
-	b.Queue(apiKeyAuthSQL, hash).QueryRow(func(row pgx.Row) error {
-		var err error
-		key, err = scanAPIKey(row)
-		live = err == nil
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		return err
-	})
 	var tool Tool
 	var found bool
+	var err error
 	if req.PlaybookRunID == "" {
-		b.Queue(checkToolByKeyHashSQL, checkToolArgs(hash, req, args)...).Query(func(rows pgx.Rows) error {
-			var err error
-			tool, found, err = collectCheckTool(rows)
-			return err
-		})
+		key, live, tool, found, err = d.keyAndTool(ctx, hash, req, args)
+	} else {
+		key, err = scanAPIKey(d.Pool.QueryRow(ctx, apiKeyAuthSQL, hash))
+		live = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
 	}
-	if err := d.sendBatch(ctx, b); err != nil {
+	if err != nil {
 		return CheckResult{}, APIKey{}, translate("check", err)
 	}
 	if !live {

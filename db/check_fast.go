@@ -54,16 +54,48 @@ const checkToolSQL = toolSelect + `
 		WHERE a.api_key_id = $3 AND a.owner_subject = $4 AND a.conversation_id = $5 AND a.turn_id = $6
 		  AND a.call_id = $7 AND a.tool_id = t.id AND a.arguments_digest = $8 AND a.status = 'pending' AND a.expires_at > now())`
 
-// checkToolByKeyHashSQL is checkToolSQL with the key named by its hash
-// ($3), for a check whose key is authenticated in the same round trip.
-var checkToolByKeyHashSQL = mustReplace(checkToolSQL, "a.api_key_id = $3",
-	"a.api_key_id = (SELECT k.id FROM api_keys k WHERE k.key_hash = $3)")
-
 func mustReplace(s, old, new string) string {
 	if !strings.Contains(s, old) {
 		panic("db: " + old + " not in the statement")
 	}
 	return strings.Replace(s, old, new, 1)
+}
+
+// keyAndToolSQL authenticates a key by its hash ($3) and reads the tool of
+// its check (checkToolSQL) in one statement: no row for an unknown or
+// revoked key, the key with no tool for an unknown or retired tool or a
+// call already pending.
+var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*
+	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
+	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
+
+// keyAndTool runs keyAndToolSQL.
+func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, live bool, tool Tool, found bool, err error) {
+	var (
+		id                          *int64
+		connector, name, display    *string
+		description, mode, cond     *string
+		connDisplay, connKind       *string
+		readOnly, destructive, idem *bool
+		openWorld, standing, cdel   *bool
+		version                     *int32
+	)
+	err = d.Pool.QueryRow(ctx, keyAndToolSQL, checkToolArgs(hash, req, args)...).Scan(&key.ID, &key.Name, &key.Prefix,
+		&key.CreatedAt, &key.LastUsedAt, &id, &connector, &name, &display, &description, &readOnly, &destructive, &idem,
+		&openWorld, &mode, &standing, &cond, &version, &tool.MaxGrantSeconds, &tool.RetiredAt, &connDisplay, &connKind, &cdel)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return APIKey{}, false, Tool{}, false, nil
+	case err != nil:
+		return APIKey{}, false, Tool{}, false, err
+	case id == nil:
+		return key, true, Tool{}, false, nil
+	}
+	tool.ID, tool.Connector, tool.Name, tool.DisplayName, tool.Description = *id, *connector, *name, *display, *description
+	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
+	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
+	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
+	return key, true, tool, true, nil
 }
 
 // checkToolArgs are checkToolSQL's arguments, with key the key's id or

@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/internal/testenv"
+	"github.com/jackc/pgx/v5"
 )
 
 type blockFixture struct {
@@ -60,6 +61,22 @@ func (f *blockFixture) pending(t *testing.T, turn string) (db.Approval, db.Check
 		t.Fatalf("check: %v %+v", err, res.Outcome)
 	}
 	return *res.Approval, req
+}
+
+// lockTool holds the tool's row in an open transaction, as an admin's
+// policy change does, until the caller ends the returned transaction.
+func (f *blockFixture) lockTool(t *testing.T) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
 
 func (f *blockFixture) get(t *testing.T, id string) db.Approval {

@@ -214,14 +214,7 @@ func lockWaiters(t *testing.T, f *blockFixture, n int) {
 func TestRacingJoinsRetry(t *testing.T) {
 	f := newBlockFixture(t)
 	ctx := context.Background()
-	tx, err := f.store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID); err != nil {
-		t.Fatal(err)
-	}
+	tx := f.lockTool(t)
 	req := db.CheckRequest{CallID: "same", User: f.user.Subject, ConversationID: "conv", TurnID: "t",
 		Connector: "mail", Tool: "send_email", Arguments: `{"a":1}`, AttachToPending: true}
 	var wg sync.WaitGroup

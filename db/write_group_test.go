@@ -186,14 +186,7 @@ func TestGroupSkipsChecksWhoseCallerLeft(t *testing.T) {
 	ctx := context.Background()
 	// An open transaction holds the tool's row, so that the first group
 	// waits in hold_tool_policy and the next check stays queued.
-	admin, err := f.store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Rollback(ctx)
-	if _, err := admin.Exec(ctx, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID); err != nil {
-		t.Fatal(err)
-	}
+	admin := f.lockTool(t)
 	req := func(call string) db.CheckRequest {
 		return db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv", TurnID: "t",
 			Connector: "mail", Tool: "send_email", Arguments: `{"n":1}`}

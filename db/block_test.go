@@ -79,6 +79,18 @@ func (f *blockFixture) lockTool(t *testing.T) pgx.Tx {
 	return tx
 }
 
+// refusePoisonLines makes the audit lines of any turn whose id starts
+// with "poison" impossible to store.
+func (f *blockFixture) refusePoisonLines(t *testing.T) {
+	t.Helper()
+	if _, err := f.store.Pool.Exec(context.Background(), `
+		CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.turn_id LIKE 'poison%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *blockFixture) get(t *testing.T, id string) db.Approval {
 	t.Helper()
 	a, err := f.store.ApprovalForKey(context.Background(), id, f.key)

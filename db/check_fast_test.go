@@ -285,13 +285,7 @@ func TestGroupedAuditLines(t *testing.T) {
 	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.AlwaysAllow, ""); err != nil {
 		t.Fatal(err)
 	}
-	// Lines of a "poison" turn cannot be stored.
-	if _, err := f.store.Pool.Exec(ctx, `
-		CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.turn_id LIKE 'poison%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
-		CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()`); err != nil {
-		t.Fatal(err)
-	}
+	f.refusePoisonLines(t) // lines of a "poison" turn cannot be stored
 	const n = 48
 	allowed := make([]bool, n)
 	failed := make([]bool, n)

@@ -33,13 +33,7 @@ func TestGroupedPendingItems(t *testing.T) {
 	if _, err := listener.Exec(ctx, "LISTEN "+db.NotifyChannel); err != nil {
 		t.Fatal(err)
 	}
-	// Lines of a "poison" turn cannot be stored.
-	if _, err := f.store.Pool.Exec(ctx, `
-		CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.turn_id LIKE 'poison%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$;
-		CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_poison()`); err != nil {
-		t.Fatal(err)
-	}
+	f.refusePoisonLines(t) // lines of a "poison" turn cannot be stored
 	// First distinct calls, then with checks whose lines are refused, then
 	// with calls sent twice at once: a group that holds one of those is
 	// written again one check at a time.

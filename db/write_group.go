@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,15 +124,20 @@ func (d *DB) writeQueued() {
 		if len(live) == 0 {
 			continue
 		}
-		err := d.writeGroup(live)
-		if err != nil && len(live) > 1 && entryError(err) {
+		refused, err := d.writeGroup(live)
+		if err != nil && len(live) > 1 && refused {
 			// The database refused one statement, so nothing of the group
 			// was kept: each check is written alone and gets its own
 			// answer. Any other failure (a lost connection, the group's
 			// deadline) may have come after the commit, or would only
 			// recur: every check in the group fails and does not run.
 			for _, e := range live {
-				e.done <- d.writeGroup([]*groupEntry{e})
+				if err := e.ctx.Err(); err != nil {
+					e.done <- err
+					continue
+				}
+				_, err := d.writeGroup([]*groupEntry{e})
+				e.done <- err
 			}
 			continue
 		}
@@ -150,9 +156,10 @@ func entryError(err error) bool {
 	if !errors.As(err, &pgErr) {
 		return false
 	}
-	switch pgErr.Code[:2] {
-	case "22", "23", "40", "P0", "CS":
-		return true
+	for _, class := range []string{"22", "23", "40", "P0", "CS"} {
+		if strings.HasPrefix(pgErr.Code, class) {
+			return true
+		}
 	}
 	return false
 }
@@ -175,7 +182,10 @@ func (g *writeGroups) awaitComing() {
 	}
 }
 
-func (d *DB) writeGroup(group []*groupEntry) error {
+// writeGroup writes group in one batch. refused says that the database
+// refused one of its statements on its merits (entryError), judged on the
+// database's own error before it is translated for the checks.
+func (d *DB) writeGroup(group []*groupEntry) (refused bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
@@ -211,26 +221,26 @@ func (d *DB) writeGroup(group []*groupEntry) error {
 	if len(pending) > 0 {
 		var err error
 		if created, err = queuePending(b, pending); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := RecordAuditMany(ctx, q, evs); err != nil {
-		return err
+		return false, err
 	}
 	if len(changes) > 0 {
 		if err := errors.Join(notifyOutbox(ctx, q), notifyMany(ctx, q, changes)); err != nil {
-			return err
+			return false, err
 		}
 	}
-	err := d.sendBatch(ctx, b)
-	switch {
-	case err == nil:
+	if err = d.sendBatch(ctx, b); err == nil {
 		if created != nil {
 			created()
 		}
-		return nil
-	case isUniqueViolation(err):
-		return err // a race lost to an identical call: the check answers it
+		return false, nil
 	}
-	return toolChanged(translate("write group", err))
+	refused = entryError(err)
+	if isUniqueViolation(err) {
+		return refused, err // a race lost to an identical call: the check answers it
+	}
+	return refused, toolChanged(translate("write group", err))
 }

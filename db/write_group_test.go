@@ -239,3 +239,75 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A group that holds a check read under an old policy and one whose text
+// cannot be stored, beside a valid one, is written again one check at a
+// time: the valid check gets its item, and each of the others its own
+// refusal.
+func TestGroupRefusalsStayWithTheirCheck(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	stale := f.tool
+	f.setMode(t, approval.ModeAllow)
+	f.setMode(t, approval.ModeRequireApproval)
+	req := func(call string) db.CheckRequest {
+		return db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv", TurnID: "t",
+			Connector: "mail", Tool: "send_email", Arguments: `{"n":1}`}
+	}
+	admin := f.lockTool(t) // the first group waits; the next three queue together
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.store.OpenPendingGroupedUnder(ctx, f.key, req("first"), f.tool)
+		first <- err
+	}()
+	waitFor(t, func() bool {
+		var n int
+		_ = f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		return n > 0
+	})
+	nul := req("nul")
+	nul.ConversationTitle = "a\x00b"
+	type answer struct {
+		res db.CheckResult
+		err error
+	}
+	answers := make([]chan answer, 3)
+	for i, c := range []struct {
+		req  db.CheckRequest
+		tool db.Tool
+	}{{req("valid"), f.tool}, {req("stale"), stale}, {nul, f.tool}} {
+		answers[i] = make(chan answer, 1)
+		go func() {
+			res, err := f.store.OpenPendingGroupedUnder(ctx, f.key, c.req, c.tool)
+			answers[i] <- answer{res, err}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // queued behind the first group
+	if err := admin.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	valid, staleA, nulA := <-answers[0], <-answers[1], <-answers[2]
+	if valid.err != nil || valid.res.Approval == nil || valid.res.Approval.CallID != "valid" {
+		t.Fatalf("the valid check beside refused ones: %+v %v", valid.res.Approval, valid.err)
+	}
+	if !errors.Is(staleA.err, db.ErrToolChanged) {
+		t.Fatalf("the check read under the old policy: %v", staleA.err)
+	}
+	if nulA.err == nil {
+		t.Fatal("a title holding NUL was stored")
+	}
+	var calls []string
+	rows, err := f.store.Pool.Query(ctx, `SELECT call_id FROM approvals ORDER BY call_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(calls, []string{"first", "valid"}) {
+		t.Fatalf("items stored for calls %v; want first and valid", calls)
+	}
+}

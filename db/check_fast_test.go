@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -361,5 +362,43 @@ func TestSameCallAfterApprovalGetsTheItem(t *testing.T) {
 	res, err = f.store.Check(ctx, f.key, req, opt)
 	if err != nil || res.Approval == nil || res.Approval.ID == a.ID || res.Approval.Status != approval.StatusPending {
 		t.Fatalf("the same call after its approval was used: %+v %v", res.Approval, err)
+	}
+}
+
+// The tool a runtime's check reads with its key (one statement, scanned
+// column by column) is the tool as every other reader reads it, hints,
+// grant cap and all.
+func TestCheckWithKeyReadsTheWholeTool(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	yes, no := true, false
+	if err := f.store.SyncConnector(ctx, approval.SystemActor, db.ConnectorSync{Name: "mail", DisplayName: "Mail", Kind: "connector",
+		Tools: []db.ToolSync{{Name: "send_email", DisplayName: "Send email", Description: "Sends one email.",
+			Annotations: approval.Annotations{ReadOnlyHint: &no, DestructiveHint: &yes, OpenWorldHint: &yes}}}}); err != nil {
+		t.Fatal(err)
+	}
+	tool, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "mail", "send_email",
+		approval.Policy{Mode: approval.ModeRequireApproval, StandingApproval: true, MaxGrant: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: "c", User: f.user.Subject, ConversationID: "conv",
+		TurnID: "t", Connector: "mail", Tool: "send_email", Arguments: `{}`}, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.store.ToolByID(ctx, tool.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Tool, want) {
+		t.Fatalf("the check read\n%+v\nother readers read\n%+v", res.Tool, want)
+	}
+	if want.MaxGrantSeconds == nil || want.DestructiveHint == nil || !*want.DestructiveHint || want.Description == "" {
+		t.Fatalf("the fixture did not set what the test compares: %+v", want)
 	}
 }

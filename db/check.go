@@ -62,7 +62,7 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 	if err != nil {
 		return CheckResult{}, translate("check", err)
 	}
-	return d.check(ctx, key, req, args, opt, tool, found)
+	return d.check(ctx, key, req, args, opt, tool, found, nil)
 }
 
 // CheckWithAPIKey is Check for a runtime that sent key: the key is
@@ -80,8 +80,13 @@ func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckReques
 	var tool Tool
 	var found bool
 	var err error
+	var facts *turnFacts
 	if req.PlaybookRunID == "" {
-		key, live, tool, found, err = d.keyAndTool(ctx, hash, req, args)
+		// Until its read is back, the check may be one that writes: the
+		// group writer waits a moment for it (awaitComing).
+		d.groups.coming.Add(1)
+		key, live, tool, found, facts, err = d.keyAndTool(ctx, hash, req, args)
+		d.groups.coming.Add(-1)
 	} else {
 		key, err = scanAPIKey(d.Pool.QueryRow(ctx, apiKeyAuthSQL, hash))
 		live = err == nil
@@ -98,18 +103,19 @@ func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckReques
 	if err := d.noteAPIKeyUse(ctx, key); err != nil {
 		return CheckResult{}, APIKey{}, translate("check", err)
 	}
-	res, err := d.check(ctx, key, req, args, opt, tool, found)
+	res, err := d.check(ctx, key, req, args, opt, tool, found, facts)
 	return res, key, err
 }
 
 // check decides a call whose tool was read (found) without a transaction
 // where it can (checkFast), and otherwise in one.
-func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool, found bool) (CheckResult, error) {
+func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool, found bool,
+	facts *turnFacts) (CheckResult, error) {
 	var res CheckResult
 	var decided bool
 	var err error
 	if found {
-		if res, decided, err = d.checkFast(ctx, key, req, args, opt, tool); err != nil {
+		if res, decided, err = d.checkFast(ctx, key, req, args, opt, tool, facts); err != nil {
 			return CheckResult{}, translate("check", err)
 		}
 	}

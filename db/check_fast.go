@@ -20,21 +20,30 @@ import (
 // standing approval; and whether the same call (same key, call id and
 // arguments) was approved and not yet used. $1 user, $2 conversation, $3
 // turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
-// standing approval offered, $8 API key id, $9 call id.
-const turnFactsSQL = `SELECT (SELECT count(*) FROM approvals r
-		WHERE r.owner_subject = $1 AND r.conversation_id = $2 AND r.turn_id = $3 AND r.tool_id = $5
-		  AND r.arguments_digest = $4 AND r.status = 'rejected'
+// standing approval offered, $8 API key id, $9 call id (as turnFactsSQL
+// names them; keyAndToolSQL fills them from its own row).
+const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
+		WHERE r.owner_subject = {user} AND r.conversation_id = {conv} AND r.turn_id = {turn} AND r.tool_id = {tool}
+		  AND r.arguments_digest = {digest} AND r.status = 'rejected'
 		  AND r.decided_at > COALESCE((SELECT max(p.decided_at) FROM approvals p
-			WHERE p.owner_subject = $1 AND p.conversation_id = $2 AND p.turn_id = $3 AND p.tool_id = $5
-			  AND p.arguments_digest = $4 AND p.status IN ('approved', 'consumed')), '-infinity')) AS rejections,
+			WHERE p.owner_subject = {user} AND p.conversation_id = {conv} AND p.turn_id = {turn} AND p.tool_id = {tool}
+			  AND p.arguments_digest = {digest} AND p.status IN ('approved', 'consumed')), '-infinity')) AS rejections,
 	g.conversation_grant, g.always_grant,
-	EXISTS (SELECT 1 FROM approvals a WHERE a.api_key_id = $8 AND a.owner_subject = $1 AND a.conversation_id = $2
-		AND a.turn_id = $3 AND a.call_id = $9 AND a.tool_id = $5 AND a.arguments_digest = $4
+	EXISTS (SELECT 1 FROM approvals a WHERE a.api_key_id = {key} AND a.owner_subject = {user} AND a.conversation_id = {conv}
+		AND a.turn_id = {turn} AND a.call_id = {call} AND a.tool_id = {tool} AND a.arguments_digest = {digest}
 		AND a.status = 'approved' AND a.consumed_at IS NULL) AS approved_same
-	FROM (SELECT max(id) FILTER (WHERE conversation_id = $2) AS conversation_grant,
+	FROM (SELECT max(id) FILTER (WHERE conversation_id = {conv}) AS conversation_grant,
 			max(id) FILTER (WHERE conversation_id IS NULL) AS always_grant
-		FROM standing_grants WHERE user_subject = $1 AND tool_id = $5 AND revoked_at IS NULL AND policy_version = $6 AND $7
-		  AND (conversation_id IS NULL OR conversation_id = $2) AND (expires_at IS NULL OR expires_at > now())) g`
+		FROM standing_grants WHERE user_subject = {user} AND tool_id = {tool} AND revoked_at IS NULL AND policy_version = {version} AND {standing}
+		  AND (conversation_id IS NULL OR conversation_id = {conv}) AND (expires_at IS NULL OR expires_at > now())) g`
+
+// turnFactsSQL is turnFactsTemplate on its own: $1 user, $2 conversation,
+// $3 turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
+// standing approval offered, $8 API key id, $9 call id.
+var turnFactsSQL = turnFacts9.Replace(turnFactsTemplate)
+
+var turnFacts9 = strings.NewReplacer("{user}", "$1", "{conv}", "$2", "{turn}", "$3", "{digest}", "$4", "{tool}", "$5",
+	"{version}", "$6", "{standing}", "$7", "{key}", "$8", "{call}", "$9")
 
 // turnFacts is what turnFactsSQL reads.
 type turnFacts struct {
@@ -65,12 +74,16 @@ func mustReplace(s, old, new string) string {
 // its check (checkToolSQL) in one statement: no row for an unknown or
 // revoked key, the key with no tool for an unknown or retired tool or a
 // call already pending.
-var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*
+var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
+		f.rejections, f.conversation_grant, f.always_grant, f.approved_same
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
+	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
+	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
+	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
 
 // keyAndTool runs keyAndToolSQL.
-func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, live bool, tool Tool, found bool, err error) {
+func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, live bool, tool Tool, found bool, facts *turnFacts, err error) {
 	var (
 		id                          *int64
 		connector, name, display    *string
@@ -79,23 +92,31 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 		readOnly, destructive, idem *bool
 		openWorld, standing, cdel   *bool
 		version                     *int32
+		rejections                  *int64
+		approvedSame                *bool
+		f                           turnFacts
 	)
 	err = d.Pool.QueryRow(ctx, keyAndToolSQL, checkToolArgs(hash, req, args)...).Scan(&key.ID, &key.Name, &key.Prefix,
 		&key.CreatedAt, &key.LastUsedAt, &id, &connector, &name, &display, &description, &readOnly, &destructive, &idem,
-		&openWorld, &mode, &standing, &cond, &version, &tool.MaxGrantSeconds, &tool.RetiredAt, &connDisplay, &connKind, &cdel)
+		&openWorld, &mode, &standing, &cond, &version, &tool.MaxGrantSeconds, &tool.RetiredAt, &connDisplay, &connKind, &cdel,
+		&rejections, &f.ConversationGrant, &f.AlwaysGrant, &approvedSame)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return APIKey{}, false, Tool{}, false, nil
+		return APIKey{}, false, Tool{}, false, nil, nil
 	case err != nil:
-		return APIKey{}, false, Tool{}, false, err
+		return APIKey{}, false, Tool{}, false, nil, err
 	case id == nil:
-		return key, true, Tool{}, false, nil
+		return key, true, Tool{}, false, nil, nil
+	}
+	if rejections != nil && approvedSame != nil {
+		f.Rejections, f.ApprovedSame = int(*rejections), *approvedSame
+		facts = &f
 	}
 	tool.ID, tool.Connector, tool.Name, tool.DisplayName, tool.Description = *id, *connector, *name, *display, *description
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
-	return key, true, tool, true, nil
+	return key, true, tool, true, facts, nil
 }
 
 // checkToolArgs are checkToolSQL's arguments, with key the key's id or
@@ -137,7 +158,8 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 // changed one. decided is false, and the full check in a transaction
 // answers, for a call that may join an earlier item and for a race lost to
 // an identical call or to a policy change.
-func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool) (CheckResult, bool, error) {
+func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool,
+	facts *turnFacts) (CheckResult, bool, error) {
 	var err error
 	in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
 		Condition: evalCondition(tool.Condition, args, opt.Condition)}
@@ -146,9 +168,13 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	// Without the facts the decision order ends in "pending" only where it
 	// would have looked at them: read them and decide again.
 	if res.Outcome.Verdict == approval.Pending {
-		d.groups.coming.Add(1)
-		f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest)
-		d.groups.coming.Add(-1)
+		if facts != nil {
+			f = *facts
+		} else {
+			d.groups.coming.Add(1)
+			f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest)
+			d.groups.coming.Add(-1)
+		}
 		if err != nil {
 			return CheckResult{}, false, err
 		}

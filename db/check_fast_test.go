@@ -402,3 +402,54 @@ func TestCheckWithKeyReadsTheWholeTool(t *testing.T) {
 		t.Fatalf("the fixture did not set what the test compares: %+v", want)
 	}
 }
+
+// The turn's facts that a runtime's check reads in its one statement lead
+// to what they led to when read on their own: the third rejection of the
+// same arguments in a turn is refused without asking, the same call after
+// its approval gets its approved item, and an "Always allow" grant allows.
+func TestCheckWithKeyReadsTheTurnsFacts(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	check := func(call, turn, args string) db.CheckResult {
+		t.Helper()
+		res, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv",
+			TurnID: turn, Connector: "mail", Tool: "send_email", Arguments: args}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i := range 2 {
+		res := check(fmt.Sprint("r", i), "rejecting", `{"to":"x@example.com"}`)
+		if res.Approval == nil {
+			t.Fatalf("check %d: %+v", i, res.Outcome)
+		}
+		if _, err := f.store.Decide(ctx, res.Approval.ID, f.user, approval.Reject, "no"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := check("r2", "rejecting", `{"to":"x@example.com"}`); res.Outcome.Verdict != approval.Deny ||
+		res.Outcome.Code != approval.CodeDeniedRepeated {
+		t.Fatalf("after two rejections in the turn: %+v", res.Outcome)
+	}
+	first := check("same", "approving", `{"n":1}`)
+	if _, err := f.store.Decide(ctx, first.Approval.ID, f.user, approval.Approve, ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := check("same", "approving", `{"n":1}`); res.Approval == nil || res.Approval.ID != first.Approval.ID ||
+		res.Approval.Status != approval.StatusApproved {
+		t.Fatalf("the same call after its approval: %+v %+v", res.Outcome, res.Approval)
+	}
+	granting := check("g", "granting", `{"n":2}`)
+	if _, err := f.store.Decide(ctx, granting.Approval.ID, f.user, approval.AlwaysAllow, ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := check("g2", "another turn", `{"n":3}`); res.Outcome != (approval.Outcome{Verdict: approval.Allow, Via: approval.ViaAlwaysAllow}) {
+		t.Fatalf("under an always-allow grant: %+v", res.Outcome)
+	}
+}

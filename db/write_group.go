@@ -33,7 +33,7 @@ import (
 // race lost to an identical call); a check whose own write fails does not
 // run. Under light load a group is one check and costs what it did alone.
 // A writer about to write waits a moment (groupLinger at most) while other
-// checks are still reading their turn's facts, the step before they queue.
+// checks are still reading what decides whether they write.
 type writeGroups struct {
 	mu      sync.Mutex
 	queue   []*groupEntry

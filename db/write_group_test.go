@@ -180,21 +180,8 @@ func TestGroupSkipsChecksWhoseCallerLeft(t *testing.T) {
 	ctx := context.Background()
 	// An open transaction holds the tool's row, so that the first group
 	// waits in hold_tool_policy and the next check stays queued.
-	admin := f.lockTool(t)
-	req := func(call string) db.CheckRequest {
-		return db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv", TurnID: "t",
-			Connector: "mail", Tool: "send_email", Arguments: `{"n":1}`}
-	}
-	first := make(chan error, 1)
-	go func() {
-		_, err := f.store.OpenPendingGroupedUnder(ctx, f.key, req("stays"), f.tool)
-		first <- err
-	}()
-	waitFor(t, func() bool {
-		var n int
-		_ = f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
-		return n > 0
-	})
+	req := f.groupRequest
+	admin, first := f.firstGroupWaits(t, "stays")
 	leaving, leave := context.WithCancel(ctx)
 	second := make(chan error, 1)
 	go func() {
@@ -230,6 +217,33 @@ func TestGroupSkipsChecksWhoseCallerLeft(t *testing.T) {
 	}
 }
 
+// groupRequest is a pending call of the fixture's tool.
+func (f *blockFixture) groupRequest(call string) db.CheckRequest {
+	return db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv", TurnID: "t",
+		Connector: "mail", Tool: "send_email", Arguments: `{"n":1}`}
+}
+
+// firstGroupWaits holds the tool's row and starts a pending check whose
+// group then waits for it in hold_tool_policy, so that checks started
+// meanwhile queue into the next group. It returns the transaction holding
+// the row and the first check's answer.
+func (f *blockFixture) firstGroupWaits(t *testing.T, call string) (pgx.Tx, <-chan error) {
+	t.Helper()
+	ctx := context.Background()
+	admin := f.lockTool(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.store.OpenPendingGroupedUnder(ctx, f.key, f.groupRequest(call), f.tool)
+		first <- err
+	}()
+	waitFor(t, func() bool {
+		var n int
+		_ = f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		return n > 0
+	})
+	return admin, first
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); {
@@ -250,21 +264,8 @@ func TestGroupRefusalsStayWithTheirCheck(t *testing.T) {
 	stale := f.tool
 	f.setMode(t, approval.ModeAllow)
 	f.setMode(t, approval.ModeRequireApproval)
-	req := func(call string) db.CheckRequest {
-		return db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv", TurnID: "t",
-			Connector: "mail", Tool: "send_email", Arguments: `{"n":1}`}
-	}
-	admin := f.lockTool(t) // the first group waits; the next three queue together
-	first := make(chan error, 1)
-	go func() {
-		_, err := f.store.OpenPendingGroupedUnder(ctx, f.key, req("first"), f.tool)
-		first <- err
-	}()
-	waitFor(t, func() bool {
-		var n int
-		_ = f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
-		return n > 0
-	})
+	req := f.groupRequest
+	admin, first := f.firstGroupWaits(t, "first") // the next three checks queue together
 	nul := req("nul")
 	nul.ConversationTitle = "a\x00b"
 	type answer struct {

@@ -70,37 +70,28 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 // call its policy allows costs one statement in all. A missing, unknown or revoked
 // key is refused, and nothing of the check is used.
 func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckRequest, opt CheckOptions) (CheckResult, APIKey, error) {
+	args := approval.ParseArguments(req.Arguments)
+	if req.PlaybookRunID != "" {
+		// A run's check reads its tool inside its transaction (checkTx).
+		key, err := d.AuthenticateAPIKey(ctx, rawKey)
+		if err != nil {
+			return CheckResult{}, APIKey{}, err
+		}
+		res, err := d.check(ctx, key, req, args, opt, Tool{}, false, nil)
+		return res, key, err
+	}
 	if !apiKeyShaped(rawKey) {
 		return CheckResult{}, APIKey{}, errUnauthorized()
 	}
-	args := approval.ParseArguments(req.Arguments)
-	hash := hashAPIKey(rawKey)
-	var key APIKey
-	var live bool
-	var tool Tool
-	var found bool
-	var err error
-	var facts *turnFacts
-	if req.PlaybookRunID == "" {
-		// Until its read is back, the check may be one that writes: the
-		// group writer waits a moment for it (awaitComing).
-		d.groups.coming.Add(1)
-		key, live, tool, found, facts, err = d.keyAndTool(ctx, hash, req, args)
-		d.groups.coming.Add(-1)
-	} else {
-		key, err = scanAPIKey(d.Pool.QueryRow(ctx, apiKeyAuthSQL, hash))
-		live = err == nil
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil
-		}
+	// Until its read is back, the check may be one that writes: the group
+	// writer waits a moment for it (awaitComing).
+	d.groups.coming.Add(1)
+	key, tool, found, facts, err := d.keyAndTool(ctx, hashAPIKey(rawKey), req, args)
+	d.groups.coming.Add(-1)
+	if err == nil {
+		err = d.noteAPIKeyUse(ctx, key)
 	}
 	if err != nil {
-		return CheckResult{}, APIKey{}, translate("check", err)
-	}
-	if !live {
-		return CheckResult{}, APIKey{}, errUnauthorized()
-	}
-	if err := d.noteAPIKeyUse(ctx, key); err != nil {
 		return CheckResult{}, APIKey{}, translate("check", err)
 	}
 	res, err := d.check(ctx, key, req, args, opt, tool, found, facts)
@@ -200,86 +191,59 @@ func evalCondition(cond string, args approval.Arguments, f ConditionFunc) approv
 	return f(cond, args)
 }
 
-// applyOutcome records what the outcome means, in one round trip (one
-// batch, sent through s: the pool for an implicit transaction, or an open
-// transaction): an audited use of a standing grant, an audited refusal, or a
-// pending item with its full text, its outbox event, its audit event and the
-// notification that wakes its owner's screens. An allow by policy writes
-// nothing. A pending item is held to the tool's policy as read
-// (hold_tool_policy): a policy changed since fails the whole batch with
-// errToolChanged, and nothing of it is kept.
+// applyOutcome records what the outcome means (outcomeRecord) in one
+// round trip: one batch, sent through s — an open transaction, or the pool
+// for an implicit one — queued as the group writer queues a group of one. A
+// pending item is held to the tool's policy as read (hold_tool_policy): a
+// policy changed since fails the whole batch with errToolChanged, and
+// nothing of it is kept.
 func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckRequest, args approval.Arguments,
 	tool Tool, f turnFacts, res *CheckResult, opt CheckOptions) error {
-	b := &pgx.Batch{}
-	q := batchExec{b}
-	var p *pendingWrite
-	var created func()
-	var queued error
-	o := res.Outcome
-	ev, grant, audited := outcomeAudit(key, req, tool, f, o)
-	switch {
-	case audited && grant != 0:
-		queued = useGrant(ctx, q, grant, ev)
-	case audited:
-		queued = RecordAudit(ctx, q, ev)
-	case o.Verdict == approval.Pending:
-		p, ev = newPendingWrite(key, req, args, tool, opt, ev)
-		b.Queue(`SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
-		var err error
-		created, err = queuePending(b, []*pendingWrite{p})
-		queued = errors.Join(err, notifyOutbox(ctx, q), RecordAudit(ctx, q, ev), notify(ctx, q, p.change()))
-	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
-		return nil
-	default:
-		return fmt.Errorf("db: check: no record for outcome %+v", o)
+	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt)
+	if err != nil || e == nil {
+		return err
 	}
-	// A statement that could not be queued sends nothing: half a record is
-	// never committed.
-	if queued != nil {
-		return queued
+	b := &pgx.Batch{}
+	created, err := queueEntries(ctx, b, []*groupEntry{e})
+	if err != nil {
+		return err // a statement that could not be queued sends nothing
 	}
 	if err := s.SendBatch(ctx, b).Close(); err != nil {
 		return toolChanged(err)
 	}
-	if p != nil {
-		created()
-		a, err := p.approval()
-		if err != nil {
-			return err
-		}
-		res.Approval = &a
-	}
-	return nil
+	created()
+	return e.answer(res)
 }
 
-// outcomeAudit is the audit line of an outcome that records nothing else —
-// an allow by a standing grant (grant is the grant used) or a refusal — and
-// audited is false for every other outcome.
-func outcomeAudit(key APIKey, req CheckRequest, tool Tool, f turnFacts, o approval.Outcome) (ev approval.AuditEvent, grant int64, audited bool) {
-	ev = approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
+// outcomeRecord is what outcome o records, as an entry of the group
+// writer: the audit line of an allow by a standing grant (and the grant's
+// use) or of a refusal, or a pending item with its audit line. An allow by
+// policy records nothing (nil).
+func outcomeRecord(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, f turnFacts, o approval.Outcome,
+	opt CheckOptions) (*groupEntry, error) {
+	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
 		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID}
 	switch {
 	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
-		grant = *f.ConversationGrant
-		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": grant}
+		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": *f.ConversationGrant}
+		return &groupEntry{ev: ev, grant: *f.ConversationGrant}, nil
 	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && f.AlwaysGrant != nil:
-		grant = *f.AlwaysGrant
-		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": grant}
+		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": *f.AlwaysGrant}
+		return &groupEntry{ev: ev, grant: *f.AlwaysGrant}, nil
 	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:
 		ev.Action = approval.ActionBlockedRepeated
+		return &groupEntry{ev: ev}, nil
 	case o.Verdict == approval.Deny && o.Code == approval.CodeBlockedByPolicy:
 		ev.Action = approval.ActionBlockedByPolicy
-	default:
-		return ev, 0, false
+		return &groupEntry{ev: ev}, nil
+	case o.Verdict == approval.Pending:
+		p := newPendingWrite(key, req, args, tool, opt)
+		ev.Action, ev.ApprovalID = approval.ActionRequested, p.a.ID
+		return &groupEntry{ev: ev, pending: p}, nil
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
+		return nil, nil
 	}
-	return ev, grant, true
-}
-
-func useGrant(ctx context.Context, tx execer, id int64, ev approval.AuditEvent) error {
-	if _, err := tx.Exec(ctx, noteGrantUseSQL, []int64{id}); err != nil {
-		return err
-	}
-	return RecordAudit(ctx, tx, ev)
+	return nil, fmt.Errorf("db: check: no record for outcome %+v", o)
 }
 
 // noteGrantUseSQL notes the use of the grants $1, at most once a minute

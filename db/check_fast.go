@@ -40,10 +40,8 @@ const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
 // turnFactsSQL is turnFactsTemplate on its own: $1 user, $2 conversation,
 // $3 turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
 // standing approval offered, $8 API key id, $9 call id.
-var turnFactsSQL = turnFacts9.Replace(turnFactsTemplate)
-
-var turnFacts9 = strings.NewReplacer("{user}", "$1", "{conv}", "$2", "{turn}", "$3", "{digest}", "$4", "{tool}", "$5",
-	"{version}", "$6", "{standing}", "$7", "{key}", "$8", "{call}", "$9")
+var turnFactsSQL = strings.NewReplacer("{user}", "$1", "{conv}", "$2", "{turn}", "$3", "{digest}", "$4", "{tool}", "$5",
+	"{version}", "$6", "{standing}", "$7", "{key}", "$8", "{call}", "$9").Replace(turnFactsTemplate)
 
 // turnFacts is what turnFactsSQL reads.
 type turnFacts struct {
@@ -82,8 +80,9 @@ var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_use
 	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
 
-// keyAndTool runs keyAndToolSQL.
-func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, live bool, tool Tool, found bool, facts *turnFacts, err error) {
+// keyAndTool runs keyAndToolSQL: an unknown or revoked key is refused
+// (errUnauthorized); found is false when there is no tool to check.
+func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {
 	var (
 		id                          *int64
 		connector, name, display    *string
@@ -102,11 +101,11 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 		&rejections, &f.ConversationGrant, &f.AlwaysGrant, &approvedSame)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return APIKey{}, false, Tool{}, false, nil, nil
+		return APIKey{}, Tool{}, false, nil, errUnauthorized()
 	case err != nil:
-		return APIKey{}, false, Tool{}, false, nil, err
+		return APIKey{}, Tool{}, false, nil, err
 	case id == nil:
-		return key, true, Tool{}, false, nil, nil
+		return key, Tool{}, false, nil, nil
 	}
 	if rejections != nil && approvedSame != nil {
 		f.Rejections, f.ApprovedSame = int(*rejections), *approvedSame
@@ -116,7 +115,7 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
-	return key, true, tool, true, facts, nil
+	return key, tool, true, facts, nil
 }
 
 // checkToolArgs are checkToolSQL's arguments, with key the key's id or
@@ -150,8 +149,9 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 // checkFast answers most checks without an explicit transaction, given the
 // tool read by checkToolSQL. A call its policy allows is answered from that
 // alone and writes nothing. Only a policy that asks a person needs the
-// turn's facts (turnFactsSQL), one more statement; the outcome's writes, if
-// any, then go in one batch (applyOutcome). The tool's row is read without
+// turn's facts: read with the tool (keyAndToolSQL), or else one more
+// statement (turnFactsSQL). What the outcome records is written by the
+// group writer (writeGroups). The tool's row is read without
 // a lock: a policy change that commits after this read is ordered after
 // this check, as it would be had the check finished first — except for a
 // pending item, which is held to the policy read and is not created under a
@@ -189,18 +189,11 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	}
 	// What the outcome records is written with what concurrent checks
 	// record (writeGroups).
-	ev, grant, audited := outcomeAudit(key, req, tool, f, res.Outcome)
-	switch {
-	case audited:
-		err = d.recordGrouped(ctx, ev, grant)
-	case res.Outcome.Verdict == approval.Pending:
-		p, ev := newPendingWrite(key, req, args, tool, opt, ev)
-		var a Approval
-		if a, err = d.createPendingGrouped(ctx, p, ev); err == nil {
-			res.Approval = &a
+	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt)
+	if err == nil && e != nil {
+		if err = d.writeGrouped(ctx, e); err == nil {
+			err = e.answer(&res)
 		}
-	default:
-		err = applyOutcome(ctx, d.Pool, key, req, args, tool, f, &res, opt)
 	}
 	if isUniqueViolation(err) || errors.Is(err, errToolChanged) {
 		return CheckResult{}, false, nil

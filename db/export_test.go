@@ -23,11 +23,12 @@ func (d *DB) OpenPendingUnder(ctx context.Context, key APIKey, req CheckRequest,
 // group writer, with whatever concurrent checks queue.
 func (d *DB) OpenPendingGroupedUnder(ctx context.Context, key APIKey, req CheckRequest, tool Tool) (CheckResult, error) {
 	res := CheckResult{Outcome: approval.Outcome{Verdict: approval.Pending}, Tool: tool}
-	p, ev := newPendingWrite(key, req, approval.ParseArguments(req.Arguments), tool, CheckOptions{Timeout: time.Minute},
-		approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name})
-	a, err := d.createPendingGrouped(ctx, p, ev)
+	e, err := outcomeRecord(key, req, approval.ParseArguments(req.Arguments), tool, turnFacts{}, res.Outcome,
+		CheckOptions{Timeout: time.Minute})
 	if err == nil {
-		res.Approval = &a
+		if err = d.writeGrouped(ctx, e); err == nil {
+			err = e.answer(&res)
+		}
 	}
 	return res, toolChanged(err)
 }

@@ -48,31 +48,15 @@ type NotificationEvent struct {
 // too. The NOTIFY (sent at commit) only wakes the pipelines early; a
 // periodic sweep finds anything a lost notification missed.
 func RecordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
-	if err := recordEvent(ctx, tx, ev); err != nil {
+	if err := recordEvents(ctx, tx, []NotificationEvent{ev}); err != nil {
 		return err
 	}
 	return notifyOutbox(ctx, tx)
 }
 
-// recordEvent writes ev to the outbox inside tx; the caller announces it.
-func recordEvent(ctx context.Context, tx execer, ev NotificationEvent) error {
-	if ev.Detail == nil {
-		ev.Detail = map[string]any{}
-	}
-	b, err := json.Marshal(ev.Detail)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO notification_events (kind, approval_id, owner_subject, connector, tool, playbook_id, detail)
-		VALUES ($1, $2::uuid, $3, $4, $5, $6, $7)`, ev.Kind, ev.ApprovalID, ev.Owner, ev.Connector, ev.Tool, ev.PlaybookID, b); err != nil {
-		return err
-	}
-	return nil
-}
-
-// recordEvents queues the writes of evs to the outbox in one statement;
-// the caller announces them.
-func recordEvents(b *pgx.Batch, evs []NotificationEvent) error {
+// recordEvents writes evs to the outbox inside tx in one statement; the
+// caller announces them.
+func recordEvents(ctx context.Context, tx execer, evs []NotificationEvent) error {
 	cols := make([][]any, 7)
 	for _, ev := range evs {
 		if ev.Detail == nil {
@@ -86,11 +70,11 @@ func recordEvents(b *pgx.Batch, evs []NotificationEvent) error {
 			cols[c] = append(cols[c], v)
 		}
 	}
-	b.Queue(`INSERT INTO notification_events (kind, approval_id, owner_subject, connector, tool, playbook_id, detail)
+	_, err := tx.Exec(ctx, `INSERT INTO notification_events (kind, approval_id, owner_subject, connector, tool, playbook_id, detail)
 		SELECT k, a::uuid, o, c, t, p, d::jsonb FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
 			$6::text[], $7::text[]) WITH ORDINALITY AS u(k, a, o, c, t, p, d, ord) ORDER BY ord`,
 		cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
-	return nil
+	return err
 }
 
 // notifyOutbox wakes the pipelines at commit. Postgres folds identical

@@ -2,6 +2,7 @@ package db
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -23,11 +24,9 @@ type pendingWrite struct {
 }
 
 // newPendingWrite is the pending item of a check whose outcome asks a
-// person, and its audit line (ev, as outcomeAudit began it). What the
-// reviewer is shown about the tool is kept with the item, so that a later
-// catalog sync cannot relabel a call already waiting.
-func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions,
-	ev approval.AuditEvent) (*pendingWrite, approval.AuditEvent) {
+// person. What the reviewer is shown about the tool is kept with the item,
+// so that a later catalog sync cannot relabel a call already waiting.
+func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions) *pendingWrite {
 	decisions := approval.AvailableDecisions(tool.StandingApproval)
 	avail := make([]string, len(decisions))
 	for i, d := range decisions {
@@ -48,8 +47,7 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 			p.preview = nil
 		}
 	}
-	ev.Action, ev.ApprovalID = approval.ActionRequested, p.a.ID
-	return p, ev
+	return p
 }
 
 // heldPolicy is a tool's policy version that pending items are created
@@ -97,7 +95,7 @@ const pendingInsertSQL = `
 // each item the times the database gave it (inside a transaction: once
 // the batch succeeded, to be kept only if the transaction commits); until
 // then ps are unchanged.
-func queuePending(b *pgx.Batch, ps []*pendingWrite) (created func(), err error) {
+func queuePending(ctx context.Context, b *pgx.Batch, ps []*pendingWrite) (created func(), err error) {
 	ps = slices.Clone(ps)
 	slices.SortFunc(ps, func(x, y *pendingWrite) int {
 		a, b := x.a, y.a
@@ -160,7 +158,7 @@ func queuePending(b *pgx.Batch, ps []*pendingWrite) (created func(), err error) 
 	// value with it before deciding.
 	b.Queue(`INSERT INTO approval_arguments (approval_id, arguments) SELECT i::uuid, t FROM unnest($1::text[], $2::bytea[]) AS u(i, t)`,
 		ids, texts)
-	if err := recordEvents(b, events); err != nil {
+	if err := recordEvents(ctx, batchExec{b}, events); err != nil {
 		return nil, err
 	}
 	return func() {

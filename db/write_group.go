@@ -56,21 +56,21 @@ type groupEntry struct {
 	done    chan error
 }
 
-// recordGrouped stores ev (and notes the use of grant, if not 0) with
-// whatever else is queued, and returns once it is committed or failed.
-func (d *DB) recordGrouped(ctx context.Context, ev approval.AuditEvent, grant int64) error {
-	return d.writeGrouped(ctx, &groupEntry{ev: ev, grant: grant})
-}
-
-// createPendingGrouped creates the pending item p, with ev its audit line,
-// with whatever else is queued; it returns the item once committed.
-func (d *DB) createPendingGrouped(ctx context.Context, p *pendingWrite, ev approval.AuditEvent) (Approval, error) {
-	if err := d.writeGrouped(ctx, &groupEntry{ev: ev, pending: p}); err != nil {
-		return Approval{}, err
+// answer puts what the entry created into res: its item, for a pending
+// one.
+func (e *groupEntry) answer(res *CheckResult) error {
+	if e.pending == nil {
+		return nil
 	}
-	return p.approval()
+	a, err := e.pending.approval()
+	if err == nil {
+		res.Approval = &a
+	}
+	return err
 }
 
+// writeGrouped stores e with whatever else is queued, and returns once it
+// is committed or failed.
 func (d *DB) writeGrouped(ctx context.Context, e *groupEntry) error {
 	e.ctx, e.done = ctx, make(chan error, 1)
 	g := &d.groups
@@ -189,13 +189,34 @@ func (d *DB) writeGroup(group []*groupEntry) (refused bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	b := &pgx.Batch{}
+	created, err := queueEntries(ctx, b, group)
+	if err != nil {
+		return false, err
+	}
+	if err = d.sendBatch(ctx, b); err == nil {
+		created()
+		return false, nil
+	}
+	refused = entryError(err)
+	if isUniqueViolation(err) {
+		return refused, err // a race lost to an identical call: the check answers it
+	}
+	return refused, toolChanged(translate("write group", err))
+}
+
+// queueEntries queues on b what entries record: the grants' use, each
+// tool's policy held once, the pending items' rows, full texts and outbox
+// events, every audit line in one insert, and one set of notifications.
+// Once the batch has succeeded, created gives the pending items the times
+// the database gave them.
+func queueEntries(ctx context.Context, b *pgx.Batch, entries []*groupEntry) (created func(), err error) {
 	q := batchExec{b}
-	evs := make([]approval.AuditEvent, len(group))
+	evs := make([]approval.AuditEvent, len(entries))
 	var grants []int64
 	var held []heldPolicy
 	var changes []Change
 	var pending []*pendingWrite
-	for i, e := range group {
+	for i, e := range entries {
 		evs[i] = e.ev
 		if e.grant != 0 {
 			grants = append(grants, e.grant)
@@ -217,30 +238,19 @@ func (d *DB) writeGroup(group []*groupEntry) (refused bool, err error) {
 	for _, h := range slices.Compact(held) {
 		b.Queue(`SELECT hold_tool_policy($1, $2)`, h.tool, h.version)
 	}
-	var created func()
+	created = func() {}
 	if len(pending) > 0 {
-		var err error
-		if created, err = queuePending(b, pending); err != nil {
-			return false, err
+		if created, err = queuePending(ctx, b, pending); err != nil {
+			return nil, err
 		}
 	}
 	if err := RecordAuditMany(ctx, q, evs); err != nil {
-		return false, err
+		return nil, err
 	}
 	if len(changes) > 0 {
 		if err := errors.Join(notifyOutbox(ctx, q), notifyMany(ctx, q, changes)); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	if err = d.sendBatch(ctx, b); err == nil {
-		if created != nil {
-			created()
-		}
-		return false, nil
-	}
-	refused = entryError(err)
-	if isUniqueViolation(err) {
-		return refused, err // a race lost to an identical call: the check answers it
-	}
-	return refused, toolChanged(translate("write group", err))
+	return created, nil
 }

@@ -197,12 +197,14 @@ func (p *Pipeline) plan(ctx context.Context) {
 				_, same := c.(SameForKindAndOwner)
 				k := asked{c.Name(), ev.Kind, ev.Owner}
 				targets, ok := known[k]
-				if !ok || !same {
+				if !ok {
 					var err error
 					if targets, err = c.Targets(ctx, ev); err != nil {
 						return nil, fmt.Errorf("%s targets: %w", c.Name(), err)
 					}
-					known[k] = targets
+					if same {
+						known[k] = targets
+					}
 				}
 				for _, t := range targets {
 					nb := t.NotBefore

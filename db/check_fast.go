@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
@@ -68,20 +69,62 @@ func mustReplace(s, old, new string) string {
 	return strings.Replace(s, old, new, 1)
 }
 
-// keyAndToolSQL authenticates a key by its hash ($3) and reads the tool of
+// keyToolSQL authenticates a key by its hash ($3) and reads the tool of
 // its check (checkToolSQL) in one statement: no row for an unknown or
 // revoked key, the key with no tool for an unknown or retired tool or a
-// call already pending.
-var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
-		f.rejections, f.conversation_grant, f.always_grant, f.approved_same
+// call already pending. The turn's facts are NULL: keyAndToolSQL reads them
+// too.
+var keyToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
+		NULL::bigint AS rejections, NULL::bigint AS conversation_grant, NULL::bigint AS always_grant, NULL::bool AS approved_same
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
-	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
-	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
-	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
 
-// keyAndTool runs keyAndToolSQL: an unknown or revoked key is refused
-// (errUnauthorized); found is false when there is no tool to check.
+// keyAndToolSQL is keyToolSQL that also reads the turn's facts
+// (turnFactsTemplate) when the tool's policy asks a person. Postgres sets
+// up every part of a statement's plan each time it runs it, read or not:
+// the facts' part costs a check its policy allows about as much again as
+// the rest, so those checks run keyToolSQL (askingTools).
+var keyAndToolSQL = mustReplace(mustReplace(keyToolSQL,
+	"NULL::bigint AS rejections, NULL::bigint AS conversation_grant, NULL::bigint AS always_grant, NULL::bool AS approved_same",
+	"f.rejections, f.conversation_grant, f.always_grant, f.approved_same"),
+	") t ON true", `) t ON true
+	LEFT JOIN LATERAL (`+strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
+		"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
+		"{call}", "$7").Replace(turnFactsTemplate)+` WHERE t.mode = 'require_approval' OFFSET 0) f ON true`)
+
+// askingTools remembers the tools whose policy asked a person when a
+// check last read them, so that the next check of one reads the turn's
+// facts in its first statement (keyAndToolSQL) and a check of any other
+// tool does not pay for them (keyToolSQL). It only chooses the statement:
+// a tool whose policy changed since is read right by either, and a check
+// that needs the facts and did not read them reads them next
+// (readTurnFacts).
+type askingTools struct{ m sync.Map } // toolName → struct{}
+
+type toolName struct{ connector, tool string }
+
+func (a *askingTools) asks(connector, tool string) bool {
+	_, ok := a.m.Load(toolName{connector, tool})
+	return ok
+}
+
+// note records what a check read of a tool. Unknown tools are not kept:
+// a runtime cannot grow the set by naming tools that do not exist.
+func (a *askingTools) note(tool Tool) {
+	k := toolName{tool.Connector, tool.Name}
+	_, known := a.m.Load(k)
+	switch asks := tool.Mode == string(approval.ModeRequireApproval); {
+	case asks && !known:
+		a.m.Store(k, struct{}{})
+	case !asks && known:
+		a.m.Delete(k)
+	}
+}
+
+// keyAndTool runs keyAndToolSQL for a tool that asked a person when last
+// read, and keyToolSQL for any other: an unknown or revoked key is refused
+// (errUnauthorized); found is false when there is no tool to check, and
+// facts is nil when they were not read.
 func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {
 	var (
 		id                          *int64
@@ -95,7 +138,11 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 		approvedSame                *bool
 		f                           turnFacts
 	)
-	err = d.Pool.QueryRow(ctx, keyAndToolSQL, checkToolArgs(hash, req, args)...).Scan(&key.ID, &key.Name, &key.Prefix,
+	sql := keyToolSQL
+	if d.asking.asks(req.Connector, req.Tool) {
+		sql = keyAndToolSQL
+	}
+	err = d.Pool.QueryRow(ctx, sql, checkToolArgs(hash, req, args)...).Scan(&key.ID, &key.Name, &key.Prefix,
 		&key.CreatedAt, &key.LastUsedAt, &id, &connector, &name, &display, &description, &readOnly, &destructive, &idem,
 		&openWorld, &mode, &standing, &cond, &version, &tool.MaxGrantSeconds, &tool.RetiredAt, &connDisplay, &connKind, &cdel,
 		&rejections, &f.ConversationGrant, &f.AlwaysGrant, &approvedSame)
@@ -115,6 +162,7 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
+	d.asking.note(tool)
 	return key, tool, true, facts, nil
 }
 

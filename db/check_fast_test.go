@@ -453,3 +453,72 @@ func TestCheckWithKeyReadsTheTurnsFacts(t *testing.T) {
 		t.Fatalf("under an always-allow grant: %+v", res.Outcome)
 	}
 }
+
+// The first statement reads the turn's facts only for a tool that asked a
+// person when last read. Whichever statement ran, a tool whose policy
+// changed since is decided on all its facts: rejections in the turn still
+// block it after the policy went to allow and back.
+func TestCheckStatementFollowsThePolicy(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	n := 0
+	check := func(tool string) db.CheckResult {
+		t.Helper()
+		n++
+		res, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: fmt.Sprint("c", n), User: f.user.Subject,
+			ConversationID: "conv", TurnID: "turn", Connector: "mail", Tool: tool, Arguments: `{"to":"x@example.com"}`}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := func(want bool) {
+		t.Helper()
+		if got := f.store.ReadsFactsFirst("mail", "send_email"); got != want {
+			t.Fatalf("reads the facts first: %v, want %v", got, want)
+		}
+	}
+	first(false)
+	for range 2 {
+		res := check("send_email")
+		if res.Approval == nil {
+			t.Fatalf("asking tool: %+v", res.Outcome)
+		}
+		first(true)
+		if _, err := f.store.Decide(ctx, res.Approval.ID, f.user, approval.Reject, "no"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.setMode(t, approval.ModeAllow)
+	if res := check("send_email"); res.Outcome.Verdict != approval.Allow {
+		t.Fatalf("allowed tool read with the facts: %+v", res.Outcome)
+	}
+	first(false)
+	if res := check("send_email"); res.Outcome.Verdict != approval.Allow {
+		t.Fatalf("allowed tool: %+v", res.Outcome)
+	}
+	f.setMode(t, approval.ModeRequireApproval)
+	for i := range 2 {
+		if res := check("send_email"); res.Outcome.Verdict != approval.Deny || res.Outcome.Code != approval.CodeDeniedRepeated {
+			t.Fatalf("check %d after the policy asks again, two rejections in the turn: %+v", i, res.Outcome)
+		}
+		first(true)
+	}
+	f.setMode(t, approval.ModeBlock)
+	if res := check("send_email"); res.Outcome.Verdict != approval.Deny {
+		t.Fatalf("blocked tool: %+v", res.Outcome)
+	}
+	first(false)
+	if _, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: "u", User: f.user.Subject, ConversationID: "conv",
+		TurnID: "turn", Connector: "mail", Tool: "no_such_tool", Arguments: `{}`}, opt); err == nil {
+		t.Fatal("an unknown tool was checked")
+	}
+	if f.store.ReadsFactsFirst("mail", "no_such_tool") {
+		t.Fatal("an unknown tool is remembered")
+	}
+}

@@ -31,6 +31,7 @@ type DB struct {
 	Pool *pgxpool.Pool
 
 	groups writeGroups // what concurrent checks record, written together
+	asking askingTools // tools whose checks read the turn's facts first
 }
 
 // Open connects a pool to url and checks that the server answers.

@@ -32,3 +32,7 @@ func (d *DB) OpenPendingGroupedUnder(ctx context.Context, key APIKey, req CheckR
 	}
 	return res, toolChanged(err)
 }
+
+// ReadsFactsFirst says whether the next check of the tool reads the turn's
+// facts in its first statement (keyAndToolSQL).
+func (d *DB) ReadsFactsFirst(connector, tool string) bool { return d.asking.asks(connector, tool) }

@@ -62,7 +62,7 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 	if err != nil {
 		return CheckResult{}, translate("check", err)
 	}
-	return d.check(ctx, key, req, args, opt, tool, found, nil)
+	return d.check(ctx, key, req, args, opt, tool, found, nil, nil)
 }
 
 // CheckWithAPIKey is Check for a runtime that sent key: the key is
@@ -77,39 +77,44 @@ func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckReques
 		if err != nil {
 			return CheckResult{}, APIKey{}, err
 		}
-		res, err := d.check(ctx, key, req, args, opt, Tool{}, false, nil)
+		res, err := d.check(ctx, key, req, args, opt, Tool{}, false, nil, nil)
 		return res, key, err
 	}
 	if !apiKeyShaped(rawKey) {
 		return CheckResult{}, APIKey{}, errUnauthorized()
 	}
-	// Until its read is back, the check may be one that writes: the group
-	// writer waits a moment for it (awaitComing).
-	d.groups.coming.Add(1)
+	// A check of a tool that asked a person when last read will likely
+	// write: the group writer waits a moment for it (awaitComing).
+	var way *onTheWay
+	if d.asking.asks(req.Connector, req.Tool) {
+		way = d.groups.onTheWay()
+		defer way.leave()
+	}
 	key, tool, found, facts, err := d.keyAndTool(ctx, hashAPIKey(rawKey), req, args)
-	d.groups.coming.Add(-1)
 	if err == nil {
 		err = d.noteAPIKeyUse(ctx, key)
 	}
 	if err != nil {
 		return CheckResult{}, APIKey{}, translate("check", err)
 	}
-	res, err := d.check(ctx, key, req, args, opt, tool, found, facts)
+	res, err := d.check(ctx, key, req, args, opt, tool, found, facts, way)
 	return res, key, err
 }
 
 // check decides a call whose tool was read (found) without a transaction
 // where it can (checkFast), and otherwise in one.
 func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool, found bool,
-	facts *turnFacts) (CheckResult, error) {
+	facts *turnFacts, way *onTheWay) (CheckResult, error) {
 	var res CheckResult
 	var decided bool
 	var err error
 	if found {
-		if res, decided, err = d.checkFast(ctx, key, req, args, opt, tool, facts); err != nil {
+		if res, decided, err = d.checkFast(ctx, key, req, args, opt, tool, facts, way); err != nil {
 			return CheckResult{}, translate("check", err)
 		}
 	}
+	// A check answered in a transaction does not go through the writer.
+	way.leave()
 	for attempt := 0; !decided && attempt < 3; attempt++ {
 		err = d.checkTx(ctx, key, req, args, opt, &res)
 		// Two identical calls racing both insert; the loser retries and

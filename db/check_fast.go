@@ -207,7 +207,7 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 // answers, for a call that may join an earlier item and for a race lost to
 // an identical call or to a policy change.
 func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool,
-	facts *turnFacts) (CheckResult, bool, error) {
+	facts *turnFacts, way *onTheWay) (CheckResult, bool, error) {
 	var err error
 	in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
 		Condition: evalCondition(tool.Condition, args, opt.Condition)}
@@ -219,9 +219,12 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 		if facts != nil {
 			f = *facts
 		} else {
-			d.groups.coming.Add(1)
+			if way == nil {
+				// Now likely to write, as a check of a tool known to ask.
+				way = d.groups.onTheWay()
+				defer way.leave()
+			}
 			f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest)
-			d.groups.coming.Add(-1)
 		}
 		if err != nil {
 			return CheckResult{}, false, err
@@ -239,6 +242,7 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	// record (writeGroups).
 	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt)
 	if err == nil && e != nil {
+		e.way = way
 		if err = d.writeGrouped(ctx, e); err == nil {
 			err = e.answer(&res)
 		}

@@ -53,7 +53,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db: connect: %w", err)
 	}
-	return &DB{Pool: pool, groups: writeGroups{arrived: make(chan struct{}, 1)}}, nil
+	return &DB{Pool: pool, groups: writeGroups{arrived: make(chan struct{}, 1), linger: groupLinger}}, nil
 }
 
 // Close closes the pool.

@@ -22,10 +22,28 @@ func (d *DB) OpenPendingUnder(ctx context.Context, key APIKey, req CheckRequest,
 // OpenPendingGroupedUnder does what OpenPendingUnder does through the
 // group writer, with whatever concurrent checks queue.
 func (d *DB) OpenPendingGroupedUnder(ctx context.Context, key APIKey, req CheckRequest, tool Tool) (CheckResult, error) {
+	return d.OpenPendingGroupedOnTheWay(ctx, key, req, tool, nil)
+}
+
+// OnTheWay counts a check on its way to the group writer, as a check of a
+// tool known to ask is counted.
+func (d *DB) OnTheWay() *onTheWay { return d.groups.onTheWay() }
+
+// Leave stops counting w.
+func (w *onTheWay) Leave() { w.leave() }
+
+// SetGroupLinger sets how long the group writer waits at most for checks
+// on their way.
+func (d *DB) SetGroupLinger(l time.Duration) { d.groups.linger = l }
+
+// OpenPendingGroupedOnTheWay is OpenPendingGroupedUnder for the check
+// counted by way, which stops being counted once queued.
+func (d *DB) OpenPendingGroupedOnTheWay(ctx context.Context, key APIKey, req CheckRequest, tool Tool, way *onTheWay) (CheckResult, error) {
 	res := CheckResult{Outcome: approval.Outcome{Verdict: approval.Pending}, Tool: tool}
 	e, err := outcomeRecord(key, req, approval.ParseArguments(req.Arguments), tool, turnFacts{}, res.Outcome,
 		CheckOptions{Timeout: time.Minute})
 	if err == nil {
+		e.way = way
 		if err = d.writeGrouped(ctx, e); err == nil {
 			err = e.answer(&res)
 		}

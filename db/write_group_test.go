@@ -312,3 +312,62 @@ func TestGroupRefusalsStayWithTheirCheck(t *testing.T) {
 		t.Fatalf("items stored for calls %v; want first and valid", calls)
 	}
 }
+
+// The writer waits for the checks on their way before it writes a group:
+// a check queued while two others are under way is written with the one
+// that queues, once the other has left without writing — not before, and
+// not only when the writer's wait runs out.
+func TestGroupWaitsForChecksOnTheWay(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	f.store.SetGroupLinger(time.Minute)
+	queuing, leaving := f.store.OnTheWay(), f.store.OnTheWay()
+	type answer struct {
+		res db.CheckResult
+		err error
+	}
+	open := func(call string, way func(context.Context, db.APIKey, db.CheckRequest, db.Tool) (db.CheckResult, error)) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			res, err := way(ctx, f.key, f.groupRequest(call), f.tool)
+			ch <- answer{res, err}
+		}()
+		return ch
+	}
+	notYet := func(what string, chs ...<-chan answer) {
+		t.Helper()
+		for _, ch := range chs {
+			select {
+			case a := <-ch:
+				t.Fatalf("%s: written while checks were on their way (%v)", what, a.err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	first := open("first", f.store.OpenPendingGroupedUnder)
+	notYet("alone", first)
+	second := open("second", func(ctx context.Context, k db.APIKey, r db.CheckRequest, tool db.Tool) (db.CheckResult, error) {
+		return f.store.OpenPendingGroupedOnTheWay(ctx, k, r, tool, queuing)
+	})
+	notYet("with one still on its way", first, second)
+	leaving.Leave()
+	var ids []string
+	for _, ch := range []<-chan answer{first, second} {
+		select {
+		case a := <-ch:
+			if a.err != nil || a.res.Approval == nil {
+				t.Fatalf("%v %+v", a.err, a.res)
+			}
+			ids = append(ids, a.res.Approval.ID)
+		case <-time.After(10 * time.Second):
+			t.Fatal("not written once no check was on its way")
+		}
+	}
+	var xids int
+	if err := f.store.Pool.QueryRow(ctx, `SELECT count(DISTINCT xid) FROM audit_events WHERE approval_id = ANY($1)`, ids).Scan(&xids); err != nil {
+		t.Fatal(err)
+	}
+	if xids != 1 {
+		t.Fatalf("the two checks were written in %d transactions, want one", xids)
+	}
+}

@@ -84,7 +84,9 @@ func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckReques
 		return CheckResult{}, APIKey{}, errUnauthorized()
 	}
 	// A check of a tool that asked a person when last read will likely
-	// write: the group writer waits a moment for it (awaitComing).
+	// write: the group writer waits a moment for it (awaitComing). It is
+	// counted before its key is known good: a request with a wrong key
+	// counts for one round trip, and a writer waits groupLinger at most.
 	var way *onTheWay
 	if d.asking.asks(req.Connector, req.Tool) {
 		way = d.groups.onTheWay()

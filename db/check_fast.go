@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
@@ -98,8 +99,16 @@ var keyAndToolSQL = mustReplace(mustReplace(keyToolSQL,
 // tool does not pay for them (keyToolSQL). It only chooses the statement:
 // a tool whose policy changed since is read right by either, and a check
 // that needs the facts and did not read them reads them next
-// (readTurnFacts).
-type askingTools struct{ m sync.Map } // toolName → struct{}
+// (readTurnFacts). A tool not found is forgotten, and the whole set is
+// dropped past maxAskingTools: runtimes can add tools, and a forgotten
+// tool costs one more statement on its next check, nothing else.
+type askingTools struct {
+	m sync.Map     // toolName → struct{}
+	n atomic.Int64 // about how many m holds
+}
+
+// maxAskingTools bounds askingTools.
+const maxAskingTools = 10000
 
 type toolName struct{ connector, tool string }
 
@@ -108,16 +117,24 @@ func (a *askingTools) asks(connector, tool string) bool {
 	return ok
 }
 
-// note records what a check read of a tool. Unknown tools are not kept:
-// a runtime cannot grow the set by naming tools that do not exist.
-func (a *askingTools) note(tool Tool) {
-	k := toolName{tool.Connector, tool.Name}
-	_, known := a.m.Load(k)
-	switch asks := tool.Mode == string(approval.ModeRequireApproval); {
-	case asks && !known:
-		a.m.Store(k, struct{}{})
-	case !asks && known:
-		a.m.Delete(k)
+// note records what a check read of a tool.
+func (a *askingTools) note(connector, name string, tool *Tool) {
+	k := toolName{connector, name}
+	if tool == nil || tool.Mode != string(approval.ModeRequireApproval) {
+		if _, ok := a.m.LoadAndDelete(k); ok {
+			a.n.Add(-1)
+		}
+		return
+	}
+	if _, ok := a.m.Load(k); ok {
+		return
+	}
+	if a.n.Load() >= maxAskingTools {
+		a.m.Clear()
+		a.n.Store(0)
+	}
+	if _, loaded := a.m.LoadOrStore(k, struct{}{}); !loaded {
+		a.n.Add(1)
 	}
 }
 
@@ -152,6 +169,7 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 	case err != nil:
 		return APIKey{}, Tool{}, false, nil, err
 	case id == nil:
+		d.asking.note(req.Connector, req.Tool, nil)
 		return key, Tool{}, false, nil, nil
 	}
 	if rejections != nil && approvedSame != nil {
@@ -162,7 +180,7 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
-	d.asking.note(tool)
+	d.asking.note(req.Connector, req.Tool, &tool)
 	return key, tool, true, facts, nil
 }
 
@@ -224,6 +242,7 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 				way = d.groups.onTheWay()
 				defer way.leave()
 			}
+			d.factsApart.Add(1)
 			f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest)
 		}
 		if err != nil {

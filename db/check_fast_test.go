@@ -483,12 +483,22 @@ func TestCheckStatementFollowsThePolicy(t *testing.T) {
 			t.Fatalf("reads the facts first: %v, want %v", got, want)
 		}
 	}
+	apart := f.store.FactsReadApart()
+	readApart := func(want int64) {
+		t.Helper()
+		got := f.store.FactsReadApart() - apart
+		if got != want {
+			t.Fatalf("checks that read the facts apart: %d, want %d", got, want)
+		}
+		apart += got
+	}
 	first(false)
-	for range 2 {
+	for i := range 2 {
 		res := check("send_email")
 		if res.Approval == nil {
 			t.Fatalf("asking tool: %+v", res.Outcome)
 		}
+		readApart(int64(1 - i)) // the first check learns that the tool asks
 		first(true)
 		if _, err := f.store.Decide(ctx, res.Approval.ID, f.user, approval.Reject, "no"); err != nil {
 			t.Fatal(err)
@@ -502,11 +512,13 @@ func TestCheckStatementFollowsThePolicy(t *testing.T) {
 	if res := check("send_email"); res.Outcome.Verdict != approval.Allow {
 		t.Fatalf("allowed tool: %+v", res.Outcome)
 	}
+	readApart(0)
 	f.setMode(t, approval.ModeRequireApproval)
 	for i := range 2 {
 		if res := check("send_email"); res.Outcome.Verdict != approval.Deny || res.Outcome.Code != approval.CodeDeniedRepeated {
 			t.Fatalf("check %d after the policy asks again, two rejections in the turn: %+v", i, res.Outcome)
 		}
+		readApart(int64(1 - i))
 		first(true)
 	}
 	f.setMode(t, approval.ModeBlock)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -32,6 +33,8 @@ type DB struct {
 
 	groups writeGroups // what concurrent checks record, written together
 	asking askingTools // tools whose checks read the turn's facts first
+
+	factsApart atomic.Int64 // checks that read the turn's facts in a statement of their own
 }
 
 // Open connects a pool to url and checks that the server answers.

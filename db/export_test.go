@@ -54,3 +54,10 @@ func (d *DB) OpenPendingGroupedOnTheWay(ctx context.Context, key APIKey, req Che
 // ReadsFactsFirst says whether the next check of the tool reads the turn's
 // facts in its first statement (keyAndToolSQL).
 func (d *DB) ReadsFactsFirst(connector, tool string) bool { return d.asking.asks(connector, tool) }
+
+// Coming is how many checks are counted on their way to the group writer.
+func (d *DB) Coming() int64 { return d.groups.coming.Load() }
+
+// FactsReadApart is how many checks have read the turn's facts in a
+// statement of their own.
+func (d *DB) FactsReadApart() int64 { return d.factsApart.Load() }

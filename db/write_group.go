@@ -47,8 +47,8 @@ type writeGroups struct {
 // group costs a commit and its WAL flush — with three instances on one
 // Postgres, about 0.4 ms of the machine's CPU in all — so a group that
 // waits for the checks already under way costs less per check than one
-// written without them. Only the writes wait: a check its policy allows
-// writes nothing and is never counted.
+// written without them. Only the writes wait: a check of a tool its
+// policy allows writes nothing and is never counted.
 const groupLinger = 2 * time.Millisecond
 
 // onTheWay is a check that will likely write, counted from when that is
@@ -56,7 +56,7 @@ const groupLinger = 2 * time.Millisecond
 // waits for it (awaitComing). A nil onTheWay counts nothing.
 type onTheWay struct {
 	g    *writeGroups
-	left bool
+	left atomic.Bool
 }
 
 // onTheWay counts a check on its way to the writer.
@@ -67,10 +67,9 @@ func (g *writeGroups) onTheWay() *onTheWay {
 
 // leave stops counting w, once: the writer stops waiting for it.
 func (w *onTheWay) leave() {
-	if w == nil || w.left {
+	if w == nil || w.left.Swap(true) {
 		return
 	}
-	w.left = true
 	w.g.coming.Add(-1)
 	w.g.signal()
 }

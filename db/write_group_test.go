@@ -322,6 +322,7 @@ func TestGroupWaitsForChecksOnTheWay(t *testing.T) {
 	ctx := context.Background()
 	f.store.SetGroupLinger(time.Minute)
 	queuing, leaving := f.store.OnTheWay(), f.store.OnTheWay()
+	t.Cleanup(func() { queuing.Leave(); leaving.Leave() })
 	type answer struct {
 		res db.CheckResult
 		err error
@@ -370,4 +371,99 @@ func TestGroupWaitsForChecksOnTheWay(t *testing.T) {
 	if xids != 1 {
 		t.Fatalf("the two checks were written in %d transactions, want one", xids)
 	}
+}
+
+// A runtime's check of a tool that asks is counted on its way to the
+// writer while it reads, and a check of a tool its policy allows is not;
+// no path leaves a check counted.
+func TestChecksCountedOnTheirWay(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	err := f.store.SyncConnector(ctx, approval.SystemActor, db.ConnectorSync{Name: "mail", DisplayName: "Mail", Kind: "connector",
+		Tools: []db.ToolSync{{Name: "send_email", DisplayName: "Send email"}, {Name: "search", DisplayName: "Search"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "mail", "search", approval.Policy{Mode: approval.ModeAllow}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	n := 0
+	check := func(ctx context.Context, key, tool, call string, attach bool) (db.CheckResult, error) {
+		n++
+		if call == "" {
+			call = fmt.Sprint("c", n)
+		}
+		res, _, err := f.store.CheckWithAPIKey(ctx, key, db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv",
+			TurnID: "t", Connector: "mail", Tool: tool, Arguments: fmt.Sprintf(`{"n":%d}`, n), AttachToPending: attach}, opt)
+		return res, err
+	}
+	none := func(what string) {
+		t.Helper()
+		if c := f.store.Coming(); c != 0 {
+			t.Fatalf("after %s: %d checks still counted on their way", what, c)
+		}
+	}
+	if res, err := check(ctx, raw, "send_email", "same", false); err != nil || res.Approval == nil {
+		t.Fatalf("pending: %v %+v", err, res.Outcome)
+	}
+	none("a pending item")
+	if _, err := check(ctx, raw, "send_email", "same", false); err != nil {
+		t.Fatal(err)
+	}
+	none("the same call again")
+	if _, err := check(ctx, raw, "send_email", "", true); err != nil {
+		t.Fatal(err)
+	}
+	none("a call that may join an earlier item")
+	if _, err := check(ctx, raw, "no_such_tool", "", false); err == nil {
+		t.Fatal("an unknown tool was checked")
+	}
+	none("an unknown tool")
+	if _, err := check(ctx, "cs_"+strings.Repeat("x", 40), "send_email", "", false); err == nil {
+		t.Fatal("an unknown key was accepted")
+	}
+	none("an unknown key")
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := check(gone, raw, "send_email", "", false); err == nil {
+		t.Fatal("a check whose caller left was answered")
+	}
+	none("a caller gone")
+	if res, err := check(ctx, raw, "search", "", false); err != nil || res.Outcome.Verdict != approval.Allow {
+		t.Fatalf("allowed: %v %+v", err, res.Outcome)
+	}
+	none("an allowed call")
+
+	// Reads wait while the tools are locked: a check of the asking tool is
+	// counted meanwhile, one of the allowed tool is not.
+	admin, err := f.store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Rollback(ctx) }()
+	if _, err := admin.Exec(ctx, `LOCK TABLE tools IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { _, err := check(ctx, raw, "search", "", false); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	if c := f.store.Coming(); c != 0 {
+		t.Fatalf("an allowed check counted on its way: %d", c)
+	}
+	go func() { _, err := check(ctx, raw, "send_email", "", false); done <- err }()
+	waitFor(t, func() bool { return f.store.Coming() == 1 })
+	if err := admin.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	none("checks that waited for the tools")
 }

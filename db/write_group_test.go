@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,9 +393,9 @@ func TestChecksCountedOnTheirWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
-	n := 0
+	var calls atomic.Int64
 	check := func(ctx context.Context, key, tool, call string, attach bool) (db.CheckResult, error) {
-		n++
+		n := calls.Add(1)
 		if call == "" {
 			call = fmt.Sprint("c", n)
 		}

@@ -88,26 +88,41 @@ func (d *DB) revokeGrants(ctx context.Context, user User, how string, where stri
 			return err
 		}
 		list, err := pgx.CollectRows(rows, pgx.RowToStructByName[StandingGrant])
-		if err != nil {
+		if err != nil || len(list) == 0 {
 			return err
 		}
-		for _, g := range list {
-			if _, err := tx.Exec(ctx, `UPDATE standing_grants SET revoked_at = now() WHERE id = $1`, g.ID); err != nil {
-				return err
-			}
-			ev := approval.AuditEvent{Actor: user.Actor(), Action: approval.ActionGrantRevoked, Connector: g.Connector, Tool: g.Tool,
-				Detail: map[string]any{"grant_id": g.ID, "kind": grantKind(g), "how": how}}
-			if g.ConversationID != nil {
-				ev.ConversationID = *g.ConversationID
-			}
-			if err := RecordAudit(ctx, tx, ev); err != nil {
-				return err
-			}
+		if _, err := tx.Exec(ctx, `UPDATE standing_grants SET revoked_at = now() WHERE id = ANY($1)`, grantIDs(list)); err != nil {
+			return err
 		}
 		n = len(list)
-		return nil
+		return RecordAuditMany(ctx, tx, grantEvents(list, user.Actor(), approval.ActionGrantRevoked, how))
 	})
 	return n, translate("revoke grants", err)
+}
+
+func grantIDs(list []StandingGrant) []int64 {
+	ids := make([]int64, len(list))
+	for i, g := range list {
+		ids[i] = g.ID
+	}
+	return ids
+}
+
+// grantEvents are the audit lines of action on each grant of list, with
+// how it came about when how is set.
+func grantEvents(list []StandingGrant, actor approval.Actor, action, how string) []approval.AuditEvent {
+	evs := make([]approval.AuditEvent, len(list))
+	for i, g := range list {
+		detail := map[string]any{"grant_id": g.ID, "kind": grantKind(g)}
+		if how != "" {
+			detail["how"] = how
+		}
+		evs[i] = approval.AuditEvent{Actor: actor, Action: action, Connector: g.Connector, Tool: g.Tool, Detail: detail}
+		if g.ConversationID != nil {
+			evs[i].ConversationID = *g.ConversationID
+		}
+	}
+	return evs
 }
 
 func grantKind(g StandingGrant) string {
@@ -168,9 +183,10 @@ func grantLength(ctx context.Context, tx pgx.Tx, toolID int64, requested string)
 }
 
 // ExpireGrants records the end of standing grants whose time is up: each
-// is marked ended and audited "grant expired", once, in one transaction,
-// at most limit at a time. A grant stops applying at its end whether or
-// not this has run yet (the check's turnFactsSQL compares the end with now()).
+// is marked ended and audited "grant expired", once, at most limit at a
+// time, in one transaction of three statements that skips grants another
+// transaction holds. A grant stops applying at its end whether or not this
+// has run yet (the check's turnFactsSQL compares the end with now()).
 func (d *DB) ExpireGrants(ctx context.Context, limit int) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
@@ -181,28 +197,14 @@ func (d *DB) ExpireGrants(ctx context.Context, limit int) (int, error) {
 			return err
 		}
 		list, err := pgx.CollectRows(rows, pgx.RowToStructByName[StandingGrant])
-		if err != nil {
+		if err != nil || len(list) == 0 {
 			return err
 		}
-		for _, g := range list {
-			tag, err := tx.Exec(ctx, `UPDATE standing_grants SET ended_at = now() WHERE id = $1 AND ended_at IS NULL`, g.ID)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				continue
-			}
-			ev := approval.AuditEvent{Actor: approval.SystemActor, Action: approval.ActionGrantExpired, Connector: g.Connector, Tool: g.Tool,
-				Detail: map[string]any{"grant_id": g.ID, "kind": grantKind(g)}}
-			if g.ConversationID != nil {
-				ev.ConversationID = *g.ConversationID
-			}
-			if err := RecordAudit(ctx, tx, ev); err != nil {
-				return err
-			}
-			n++
+		if _, err := tx.Exec(ctx, `UPDATE standing_grants SET ended_at = now() WHERE id = ANY($1)`, grantIDs(list)); err != nil {
+			return err
 		}
-		return nil
+		n = len(list)
+		return RecordAuditMany(ctx, tx, grantEvents(list, approval.SystemActor, approval.ActionGrantExpired, ""))
 	})
 	return n, translate("expire grants", err)
 }

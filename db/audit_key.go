@@ -20,6 +20,14 @@ type Signer struct {
 	KeyID string
 }
 
+// Public is the signer's public key; nil for a nil signer.
+func (s *Signer) Public() ed25519.PublicKey {
+	if s == nil {
+		return nil
+	}
+	return s.key.Public().(ed25519.PublicKey)
+}
+
 // KeyID is the name stored with each checkpoint for pub.
 func KeyID(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)

@@ -99,6 +99,7 @@ func TestAccessibility(t *testing.T) {
 	}
 	visit(admin, "policies-saved")
 	visit(admin, "audit", chromedp.Navigate(e.BaseURL+"/admin/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-filters"]`)))
+	visit(admin, "audit-verify", chromedp.Navigate(e.BaseURL+"/admin/audit/verify"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))
 	visit(admin, "insights", chromedp.Navigate(e.BaseURL+"/admin/insights"), chromedp.WaitVisible(chromedp.CSS(`.chart`)))
 	// One chart at a time: the wide one on a desktop, the narrow one on a phone.
 	if !eval[bool](t, admin, `(() => {

@@ -2,11 +2,16 @@ package handlers_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
+	"github.com/countersign/countersign/web"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -50,4 +55,74 @@ func TestAuditScreenShowsUnsealed(t *testing.T) {
 	if _, body := admin.Get("/admin/audit"); strings.Contains(body, `data-testid="unsealed"`) || strings.Contains(body, "not sealed yet") {
 		t.Fatal("a sealed line is shown as unsealed")
 	}
+}
+
+// The screen's verification checks the chain against the signed
+// checkpoints when the server signs them: a rewrite of history with
+// recomputed hashes passes the chain alone, and is caught here. Without a
+// key the screen says that checkpoints were not checked.
+func TestAuditVerifyChecksSignedCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.key")
+	if _, err := db.GenerateSigningKey(path); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := db.LoadSigner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, signed := range []bool{true, false} {
+		var opts []testenv.Option
+		if signed {
+			opts = append(opts, func(c *web.Config) { c.AuditSigner = signer })
+		}
+		l := newLoop(t, opts...)
+		admin := l.NewBrowser()
+		admin.SignIn("admin")
+		sealer := &db.Sealer{DB: l.DB, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if err := l.DB.SealAll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, cp, err := sealer.SealOnce(ctx, true); err != nil || cp == nil {
+			t.Fatalf("checkpoint: %v %v", cp, err)
+		}
+		if _, body := admin.Get("/admin/audit/verify"); !strings.Contains(body, "chain intact") {
+			t.Fatalf("signed %v, before the rewrite: %s", signed, chainResult(body))
+		}
+		for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
+			`UPDATE audit_events SET action = 'rejected' WHERE seq = 2`,
+			`DO $$ DECLARE r audit_events; prev TEXT; BEGIN
+				SELECT hash INTO prev FROM audit_events WHERE seq = 1;
+				FOR r IN SELECT * FROM audit_events WHERE seq >= 2 ORDER BY seq LOOP
+					r.prev_hash := prev; r.hash := audit_event_hash(prev, r);
+					UPDATE audit_events SET prev_hash = r.prev_hash, hash = r.hash WHERE id = r.id;
+					prev := r.hash;
+				END LOOP; END $$`,
+			`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
+			if _, err := l.DB.Pool.Exec(ctx, sql); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, body := admin.Get("/admin/audit/verify")
+		switch {
+		case signed && (!strings.Contains(chainResult(body), "chain broken") || !strings.Contains(body, "contradicts the checkpoint") ||
+			!strings.Contains(body, signer.KeyID)):
+			t.Fatalf("a rewrite with recomputed hashes was not caught with the key: %s", chainResult(body))
+		case !signed && (!strings.Contains(chainResult(body), "chain intact") || !strings.Contains(body, "Signed checkpoints were not checked")):
+			t.Fatalf("without a key: %s", body)
+		}
+	}
+}
+
+// chainResult is the verification's result line on the page.
+func chainResult(body string) string {
+	i := strings.Index(body, `data-testid="chain-result"`)
+	if i < 0 {
+		return "(no result on the page)"
+	}
+	rest := body[i:]
+	if j := strings.Index(rest, "</p>"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
 }

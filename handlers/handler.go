@@ -6,6 +6,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 	"net/http"
 	"time"
@@ -50,6 +51,9 @@ type Settings struct {
 	EmailConfigured bool
 	// VAPIDPublicKey gives the Web Push public key; nil: no push.
 	VAPIDPublicKey func(ctx context.Context) (string, error)
+	// AuditPublicKey checks the audit chain against the signed checkpoints
+	// (COUNTERSIGN_AUDIT_SIGNING_KEY); nil: none are signed here.
+	AuditPublicKey ed25519.PublicKey
 }
 
 // Handler holds the dependencies every handler shares.

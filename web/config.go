@@ -38,6 +38,8 @@ type Config struct {
 	// VAPID is the configured Web Push key pair; nil: the pair kept in the
 	// database (generated on first use).
 	VAPID *db.VAPIDKeys
+	// AuditSigner signs the audit log's checkpoints; nil: none are signed.
+	AuditSigner *db.Signer
 }
 
 // Setting documents one environment variable.
@@ -66,6 +68,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_MAIL_FROM", "", "sender address of notification mails (required with COUNTERSIGN_SMTP_URL), e.g. Countersign <countersign@example.com>"},
 	{"COUNTERSIGN_VAPID_PUBLIC_KEY", "", "Web Push VAPID public key (base64url, uncompressed P-256 point); set both or neither; empty: a pair generated once and kept in the database"},
 	{"COUNTERSIGN_VAPID_PRIVATE_KEY", "", "Web Push VAPID private key (base64url, 32 bytes), the pair of COUNTERSIGN_VAPID_PUBLIC_KEY"},
+	{"COUNTERSIGN_AUDIT_SIGNING_KEY", "", "file of the Ed25519 key that signs audit checkpoints (countersign audit keygen); empty: checkpoints are not signed"},
 }
 
 // LoadConfig reads the configuration through getenv, applying defaults and
@@ -136,6 +139,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	errs = append(errs, c.loadMail(get)...)
 	errs = append(errs, c.loadVAPID(get)...)
+	if path := get("COUNTERSIGN_AUDIT_SIGNING_KEY"); path != "" {
+		if c.AuditSigner, err = db.LoadSigner(path); err != nil {
+			errs = append(errs, fmt.Errorf("COUNTERSIGN_AUDIT_SIGNING_KEY: %w", err))
+		}
+	}
 	if c.ApprovalTimeout > 0 && c.ApprovalTimeout < time.Second {
 		errs = append(errs, errors.New("COUNTERSIGN_APPROVAL_TIMEOUT must be at least 1s"))
 	}

@@ -63,6 +63,7 @@ func New(d Deps) *Server {
 			BaseURL:         d.Config.BaseURL.String(),
 			EmailConfigured: d.Config.SMTP != nil,
 			VAPIDPublicKey:  notify.NewVAPID(d.DB, d.Config.VAPID).PublicKey,
+			AuditPublicKey:  d.Config.AuditSigner.Public(),
 		},
 	}
 	e := echo.New()

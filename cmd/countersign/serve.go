@@ -71,11 +71,8 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
 	go func() { _ = srv.OIDC.Discover(runCtx) }()
 	go sweep(runCtx, store, log, cfg.PreviewRetention)
-	sealer := &db.Sealer{DB: store, Log: log}
-	if path := os.Getenv("COUNTERSIGN_AUDIT_SIGNING_KEY"); path != "" {
-		if sealer.Signer, err = db.LoadSigner(path); err != nil {
-			return err
-		}
+	sealer := &db.Sealer{DB: store, Log: log, Signer: cfg.AuditSigner}
+	if sealer.Signer != nil {
 		log.Info("audit checkpoints signed", "key_id", sealer.Signer.KeyID)
 	}
 	// sealer.OnCheckpoint is where each checkpoint is sent elsewhere (an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/countersign/countersign/db"
 	"io"
 	"log/slog"
 	"net"
@@ -41,6 +42,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.LogLevel = slog.LevelWarn
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	if cfg.AuditSigner == nil {
+		if cfg.AuditSigner, err = devAuditSigner(*dataDir); err != nil {
+			return err
+		}
+	}
 
 	if cfg.DatabaseURL == "" {
 		fmt.Fprintf(stdout, "Starting a private PostgreSQL in %s …\n", filepath.Join(*dataDir, "pg"))
@@ -112,6 +118,24 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}()
 	}
 	return serveApp(ctx, cfg, log, ln, ready)
+}
+
+// devAuditSigner signs the demo's audit checkpoints with a key made once
+// in the data folder, so that the audit screen's Verify checks them as a
+// deployment with COUNTERSIGN_AUDIT_SIGNING_KEY does.
+func devAuditSigner(dir string) (*db.Signer, error) {
+	path := filepath.Join(dir, "audit.key")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// As the private cluster makes it: its server may run as another
+		// user (dev run as root) and must reach its own folder inside.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("audit signing key: %w", err)
+		}
+		if _, err := db.GenerateSigningKey(path); err != nil {
+			return nil, fmt.Errorf("audit signing key: %w", err)
+		}
+	}
+	return db.LoadSigner(path)
 }
 
 // startMailCatcher points the notification mails at a local SMTP server

@@ -48,9 +48,10 @@ type Sealer struct {
 	DB     *DB
 	Signer *Signer // nil: no checkpoints
 	Log    *slog.Logger
-	// OnCheckpoint, when set, receives each checkpoint after its commit: the
-	// place to send it elsewhere (an audit.checkpoint webhook), so that a
-	// copy outlives the database.
+	// OnCheckpoint, when set, receives each checkpoint after its commit.
+	// Each checkpoint is also recorded as an audit.checkpoint event in the
+	// same transaction, which the webhooks subscribed to it receive, so that
+	// a copy outlives the database.
 	OnCheckpoint func(Checkpoint)
 }
 
@@ -124,8 +125,11 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (int, *Checkpoint, er
 	return n, cp, nil
 }
 
-// checkpoint signs the head when it is due: CheckpointEvery after the last
-// checkpoint, on a multiple of CheckpointEvents, or when forced.
+// checkpoint signs the head when it is due — it moved since the last
+// checkpoint and either CheckpointEvery has passed or it is a multiple of
+// CheckpointEvents; the first one; or when forced — and records it for
+// the webhooks (EventAuditCheckpoint). A head that did not move is not
+// signed again: there is nothing new to vouch for.
 func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkpoint, error) {
 	var c Checkpoint
 	err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).Scan(&c.Seq, &c.Hash)
@@ -141,8 +145,8 @@ func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkp
 	if err != nil && err != pgx.ErrNoRows {
 		return nil, err
 	}
-	due := force || err == pgx.ErrNoRows || time.Since(lastAt) >= CheckpointEvery ||
-		(c.Seq != lastSeq && c.Seq%CheckpointEvents == 0)
+	due := force || err == pgx.ErrNoRows ||
+		(c.Seq != lastSeq && (time.Since(lastAt) >= CheckpointEvery || c.Seq%CheckpointEvents == 0))
 	if !due {
 		return nil, nil
 	}
@@ -150,6 +154,9 @@ func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkp
 	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Signer.key, c.Message()))
 	err = tx.QueryRow(ctx, `INSERT INTO audit_checkpoints (seq, hash, signed_at, key_id, signature) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
 		c.Seq, c.Hash, c.SignedAt, c.KeyID, c.Signature).Scan(&c.ID)
+	if err == nil {
+		err = RecordEvent(ctx, tx, NotificationEvent{Kind: EventAuditCheckpoint, Detail: map[string]any{"checkpoint": c}})
+	}
 	return &c, err
 }
 

@@ -18,13 +18,16 @@ const (
 	EventApprovalCancelled = "approval.cancelled"
 	EventPreapprovalLapsed = "preapproval.lapsed"
 	EventPolicyChanged     = "policy.changed"
+	// EventAuditCheckpoint carries a signed checkpoint of the audit chain,
+	// so that a copy lives outside the database (detail "checkpoint").
+	EventAuditCheckpoint = "audit.checkpoint"
 	// EventTest is an admin's "Send test event"; it goes to one webhook.
 	EventTest = "test"
 )
 
 // EventKinds are the kinds a webhook can subscribe to, in display order.
 var EventKinds = []string{EventApprovalRequested, EventApprovalDecided, EventApprovalExpired,
-	EventApprovalCancelled, EventPreapprovalLapsed, EventPolicyChanged}
+	EventApprovalCancelled, EventPreapprovalLapsed, EventPolicyChanged, EventAuditCheckpoint}
 
 // NotificationEvent is one row of the outbox: a committed change that
 // people or systems may be told about. It never holds argument contents

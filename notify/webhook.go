@@ -86,6 +86,10 @@ type Payload struct {
 	Status      string `json:"status,omitempty"`
 	Link        string `json:"link"`
 	OccurredAt  string `json:"occurred_at"`
+	// Checkpoint is the signed checkpoint of an audit.checkpoint event: its
+	// signature verifies with the audit key's public half over
+	// db.Checkpoint.Message().
+	Checkpoint *db.Checkpoint `json:"checkpoint,omitempty"`
 	// Text is one line for chat tools: a Slack or Teams incoming-webhook
 	// URL shows it as the message.
 	Text string `json:"text"`
@@ -108,6 +112,9 @@ func BuildPayload(base *url.URL, d db.Delivery) Payload {
 		p.Link = base.String() + "/playbooks/" + url.PathEscape(d.PlaybookID)
 	case d.Kind == db.EventPolicyChanged:
 		p.Link = base.String() + "/admin/policies"
+	case d.Kind == db.EventAuditCheckpoint:
+		p.Link = base.String() + "/admin/audit/verify"
+		p.Checkpoint = checkpointOf(d.Detail)
 	default:
 		p.Link = base.String() + "/admin/webhooks"
 	}
@@ -119,13 +126,28 @@ func BuildPayload(base *url.URL, d db.Delivery) Payload {
 		db.EventPreapprovalLapsed: "lost its playbook pre-approval",
 		db.EventPolicyChanged:     "had its policy changed",
 	}[d.Kind]
-	if d.Kind == db.EventTest {
+	switch {
+	case d.Kind == db.EventTest:
 		p.Text = "Countersign test event: this webhook works. " + p.Link
-	} else {
+	case p.Checkpoint != nil:
+		p.Text = fmt.Sprintf("Countersign: audit checkpoint signed with key %s: event %d has hash %s: %s",
+			p.Checkpoint.KeyID, p.Checkpoint.Seq, p.Checkpoint.Hash, p.Link)
+	default:
 		// Chat tools read <…> and & as markup: escape them as Slack asks.
 		p.Text = fmt.Sprintf("Countersign: %s (%s) %s: %s", chatEscape(name), chatEscape(conn), what, p.Link)
 	}
 	return p
+}
+
+// checkpointOf reads the checkpoint an audit.checkpoint event carries; nil
+// when it carries none.
+func checkpointOf(detail map[string]any) *db.Checkpoint {
+	b, err := json.Marshal(detail["checkpoint"])
+	var c db.Checkpoint
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Signature == "" {
+		return nil
+	}
+	return &c
 }
 
 var chatEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,4 +212,56 @@ func TestWebhookGivesUpAfter24Hours(t *testing.T) {
 	waitFor(t, "the delivery to fail for good", func() bool {
 		return f.count(t, `SELECT count(*) FROM notification_deliveries WHERE state = 'failed'`) == 1
 	})
+}
+
+// Each signed checkpoint of the audit chain goes, signed as a webhook too,
+// to the endpoints subscribed to audit.checkpoint, and only to them; the
+// receiver can verify the checkpoint with the audit key's public half.
+func TestWebhookAuditCheckpoint(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	rc, other := newReceiver(t), newReceiver(t)
+	f.webhook(t, rc.URL, db.EventAuditCheckpoint)
+	f.webhook(t, other.URL, db.EventApprovalRequested, db.EventApprovalDecided)
+	path := filepath.Join(t.TempDir(), "audit.key")
+	pub, err := db.GenerateSigningKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := db.LoadSigner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.start(t, notify.Options{}, f.webhooks(notify.Options{}))
+	sealer := &db.Sealer{DB: f.store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_, cp, err := sealer.SealOnce(ctx, true)
+	if err != nil || cp == nil {
+		t.Fatalf("checkpoint: %v %v", cp, err)
+	}
+	h := rc.next(t)
+	if !verify(t, h.Signature, h.Body, f.clock.Now()) {
+		t.Fatalf("signature %q does not verify", h.Signature)
+	}
+	p := h.Payload
+	if p.Event != db.EventAuditCheckpoint || p.Checkpoint == nil || *p.Checkpoint != *cp ||
+		p.Link != "https://countersign.example/admin/audit/verify" || !strings.Contains(p.Text, cp.Hash) {
+		t.Fatalf("payload %s, checkpoint %+v", h.Body, cp)
+	}
+	if !p.Checkpoint.Verify(pub) {
+		t.Fatal("the checkpoint received does not verify with the public key")
+	}
+	forged := *p.Checkpoint
+	forged.Seq++
+	if forged.Verify(pub) {
+		t.Fatal("a changed checkpoint verifies")
+	}
+	// A head that did not move is not signed again; one that moved is.
+	if _, again, err := sealer.SealOnce(ctx, false); err != nil || again != nil {
+		t.Fatalf("signed again with nothing new: %+v %v", again, err)
+	}
+	select {
+	case h := <-other.C:
+		t.Fatalf("an endpoint not subscribed to checkpoints got %s", h.Body)
+	case <-time.After(300 * time.Millisecond):
+	}
 }

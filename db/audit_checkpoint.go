@@ -16,6 +16,14 @@ import (
 const (
 	CheckpointEvery  = time.Minute
 	CheckpointEvents = 10000
+	// CheckpointIdleEvery is how often a head that did not move is signed
+	// again.
+	CheckpointIdleEvery = time.Hour
+	// checkpointGrace is how old a sealed event may be without a checkpoint
+	// that covers it: a checkpoint follows every sealed event within
+	// CheckpointEvery, so an older uncovered one means that checkpoints were
+	// removed, or that the instances sealing have no signing key.
+	checkpointGrace = 3 * CheckpointEvery
 )
 
 // Checkpoint is a signed statement that the chain's event Seq has hash Hash.
@@ -127,12 +135,15 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (int, *Checkpoint, er
 
 // checkpoint signs the head when it is due — it moved since the last
 // checkpoint and either CheckpointEvery has passed or it is a multiple of
-// CheckpointEvents; the first one; or when forced — and records it for
-// the webhooks (EventAuditCheckpoint). A head that did not move is not
-// signed again: there is nothing new to vouch for.
+// CheckpointEvents; it did not move, once CheckpointIdleEvery has passed
+// (so that a receiver of the checkpoints can tell a quiet server from
+// checkpoints that stopped); the first one; or when forced — and records
+// it for the webhooks (EventAuditCheckpoint). Times are the database's, so
+// that instances whose clocks differ agree on what is due.
 func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkpoint, error) {
 	var c Checkpoint
-	err := tx.QueryRow(ctx, `SELECT seq, hash FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).Scan(&c.Seq, &c.Hash)
+	err := tx.QueryRow(ctx, `SELECT seq, hash, date_trunc('microseconds', now()) FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+		Scan(&c.Seq, &c.Hash, &c.SignedAt)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -140,17 +151,19 @@ func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkp
 		return nil, err
 	}
 	var lastSeq int64
-	var lastAt time.Time
-	err = tx.QueryRow(ctx, `SELECT seq, signed_at FROM audit_checkpoints ORDER BY id DESC LIMIT 1`).Scan(&lastSeq, &lastAt)
+	var age float64
+	err = tx.QueryRow(ctx, `SELECT seq, extract(epoch FROM now() - signed_at) FROM audit_checkpoints ORDER BY id DESC LIMIT 1`).Scan(&lastSeq, &age)
 	if err != nil && err != pgx.ErrNoRows {
 		return nil, err
 	}
+	since := time.Duration(age * float64(time.Second))
+	moved := c.Seq != lastSeq
 	due := force || err == pgx.ErrNoRows ||
-		(c.Seq != lastSeq && (time.Since(lastAt) >= CheckpointEvery || c.Seq%CheckpointEvents == 0))
+		(moved && (since >= CheckpointEvery || c.Seq%CheckpointEvents == 0)) || (!moved && since >= CheckpointIdleEvery)
 	if !due {
 		return nil, nil
 	}
-	c.SignedAt, c.KeyID = time.Now().UTC().Truncate(time.Microsecond), s.Signer.KeyID
+	c.SignedAt, c.KeyID = c.SignedAt.UTC(), s.Signer.KeyID
 	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Signer.key, c.Message()))
 	err = tx.QueryRow(ctx, `INSERT INTO audit_checkpoints (seq, hash, signed_at, key_id, signature) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
 		c.Seq, c.Hash, c.SignedAt, c.KeyID, c.Signature).Scan(&c.ID)
@@ -210,11 +223,31 @@ func (d *DB) VerifyAuditSigned(ctx context.Context, pub ed25519.PublicKey) (Chai
 		return r, err
 	}
 	r.Checkpoints = len(cps)
-	if r.Intact && len(cps) > 0 && cps[len(cps)-1].Seq > r.Events {
+	var newest int64
+	if len(cps) > 0 {
 		c := cps[len(cps)-1]
-		r.Intact, r.BrokenAt, r.Problem = false, r.Events+1, fmt.Sprintf(
-			"the chain ends at event %d but a checkpoint signed %s vouches for event %d: events were removed", r.Events,
-			c.SignedAt.UTC().Format(time.RFC3339), c.Seq)
+		newest, r.CheckpointSeq, r.CheckpointAt = c.Seq, c.Seq, c.SignedAt
+		if r.Intact && c.Seq > r.Events {
+			r.Intact, r.BrokenAt, r.Problem = false, r.Events+1, fmt.Sprintf(
+				"the chain ends at event %d but a checkpoint signed %s vouches for event %d: events were removed", r.Events,
+				c.SignedAt.UTC().Format(time.RFC3339), c.Seq)
+		}
+	}
+	if !r.Intact {
+		return r, nil
+	}
+	// Events sealed long ago that no checkpoint covers: the checkpoints
+	// that did were removed (or never made).
+	var first, last *int64
+	err = d.Pool.QueryRow(ctx, `SELECT min(seq), max(seq) FROM audit_events WHERE seq > $1 AND at < now() - make_interval(secs => $2)`,
+		newest, checkpointGrace.Seconds()).Scan(&first, &last)
+	if err != nil {
+		return r, translate("verify audit", err)
+	}
+	if first != nil {
+		r.Intact, r.BrokenAt, r.Problem = false, *first, fmt.Sprintf(
+			"no signed checkpoint covers events %d–%d, though they are older than %s: checkpoints were removed, or the instances that sealed them have no signing key",
+			*first, *last, checkpointGrace)
 	}
 	return r, nil
 }

@@ -90,8 +90,65 @@ func TestAuditCheckpointsCatchRewrite(t *testing.T) {
 	if _, err := store.Pool.Exec(ctx, `UPDATE audit_checkpoints SET hash = 'x'`); err == nil {
 		t.Fatal("a checkpoint was edited")
 	}
+	if _, err := store.Pool.Exec(ctx, `TRUNCATE audit_checkpoints`); err == nil {
+		t.Fatal("the checkpoints were emptied")
+	}
 }
 
+// Removing the checkpoints (as someone able to disable the triggers could)
+// does not make an old rewrite pass: events sealed long ago that no
+// checkpoint covers break the verification, which names them.
+func TestAuditCheckpointsRemovedAreNoticed(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "audit.key")
+	pub, err := db.GenerateSigningKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := db.LoadSigner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer := &db.Sealer{DB: store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	record(t, store, 10, func(i int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved", Tool: fmt.Sprint("t", i)}
+	})
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := func(sql string) {
+		t.Helper()
+		for _, q := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
+			`ALTER TABLE audit_checkpoints DISABLE TRIGGER audit_checkpoints_no_update_delete`, sql,
+			`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`,
+			`ALTER TABLE audit_checkpoints ENABLE TRIGGER audit_checkpoints_no_update_delete`} {
+			if _, err := store.Pool.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The events become ten minutes old (their time is in their hash: the
+	// chain is computed again), then a checkpoint covers them.
+	admin(`DO $$ DECLARE r audit_events; prev TEXT := repeat('0', 64); BEGIN
+		UPDATE audit_events SET at = at - interval '10 minutes';
+		FOR r IN SELECT * FROM audit_events ORDER BY seq LOOP
+			r.prev_hash := prev; r.hash := audit_event_hash(prev, r);
+			UPDATE audit_events SET prev_hash = r.prev_hash, hash = r.hash WHERE id = r.id;
+			prev := r.hash;
+		END LOOP; END $$`)
+	if _, cp, err := sealer.SealOnce(ctx, true); err != nil || cp == nil {
+		t.Fatalf("checkpoint: %v %v", cp, err)
+	}
+	if r, err := store.VerifyAuditSigned(ctx, pub); err != nil || !r.Intact || r.CheckpointSeq != 10 {
+		t.Fatalf("old events under a checkpoint: %+v %v", r, err)
+	}
+	admin(`DELETE FROM audit_checkpoints`)
+	r, err := store.VerifyAuditSigned(ctx, pub)
+	if err != nil || r.Intact || r.BrokenAt != 1 || !strings.Contains(r.Problem, "no signed checkpoint covers events 1–10") {
+		t.Fatalf("checkpoints removed: %+v %v", r, err)
+	}
+}
 func mustPub(t *testing.T, path string) []byte {
 	t.Helper()
 	pub, err := db.LoadPublicKey(path)

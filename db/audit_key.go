@@ -20,6 +20,17 @@ type Signer struct {
 	KeyID string
 }
 
+// String names the signer by its key id; the private key is never printed.
+func (s *Signer) String() string {
+	if s == nil {
+		return "no audit signer"
+	}
+	return "audit signer " + s.KeyID
+}
+
+// GoString is String, so that %#v does not print the private key either.
+func (s *Signer) GoString() string { return s.String() }
+
 // Public is the signer's public key; nil for a nil signer.
 func (s *Signer) Public() ed25519.PublicKey {
 	if s == nil {

@@ -20,8 +20,11 @@ type ChainReport struct {
 	Unsealed    int64
 	UnsealedFor time.Duration
 	// Checkpoints is how many signed checkpoints were checked (0 when no
-	// public key was given).
-	Checkpoints int
+	// public key was given), and CheckpointSeq and CheckpointAt the event
+	// the newest vouches for and when it was signed.
+	Checkpoints   int
+	CheckpointSeq int64
+	CheckpointAt  time.Time
 }
 
 // String is the report in words.
@@ -33,7 +36,8 @@ func (r ChainReport) String() string {
 		s = fmt.Sprintf("chain broken at event %d: %s (%d events read)", r.BrokenAt, r.Problem, r.Events)
 	}
 	if r.Checkpoints > 0 {
-		s += fmt.Sprintf("; %d signed checkpoints checked", r.Checkpoints)
+		s += fmt.Sprintf("; %d signed checkpoints checked, the newest for event %d, signed %s", r.Checkpoints, r.CheckpointSeq,
+			r.CheckpointAt.UTC().Format(time.RFC3339))
 	}
 	if r.Unsealed > 0 {
 		s += fmt.Sprintf("; %d newer events not sealed yet (oldest %s ago)", r.Unsealed, r.UnsealedFor.Round(time.Millisecond))

@@ -21,6 +21,7 @@ import (
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/notify"
+	"github.com/jackc/pgx/v5"
 )
 
 const secret = "a-webhook-secret-of-some-length"
@@ -255,9 +256,51 @@ func TestWebhookAuditCheckpoint(t *testing.T) {
 	if forged.Verify(pub) {
 		t.Fatal("a changed checkpoint verifies")
 	}
-	// A head that did not move is not signed again; one that moved is.
-	if _, again, err := sealer.SealOnce(ctx, false); err != nil || again != nil {
-		t.Fatalf("signed again with nothing new: %+v %v", again, err)
+	// With the last checkpoint two minutes old, a head that did not move is
+	// not signed again, one that moved is; an unmoved head is signed again
+	// once an hour.
+	backdate := func(by string) {
+		t.Helper()
+		for _, q := range []string{`ALTER TABLE audit_checkpoints DISABLE TRIGGER audit_checkpoints_no_update_delete`,
+			`UPDATE audit_checkpoints SET signed_at = signed_at - interval '` + by + `'`,
+			`ALTER TABLE audit_checkpoints ENABLE TRIGGER audit_checkpoints_no_update_delete`} {
+			if _, err := f.store.Pool.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sealOnce := func() *db.Checkpoint {
+		t.Helper()
+		for {
+			n, cp, err := sealer.SealOnce(ctx, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n >= 0 {
+				return cp
+			}
+			time.Sleep(10 * time.Millisecond) // another sealer holds the lock
+		}
+	}
+	backdate("2 minutes")
+	if again := sealOnce(); again != nil {
+		t.Fatalf("signed again with nothing new: %+v", again)
+	}
+	if err := f.store.InTx(ctx, func(tx pgx.Tx) error {
+		return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.SystemActor, Action: approval.ActionExpired})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	moved := sealOnce()
+	if moved == nil || moved.Seq != cp.Seq+1 {
+		t.Fatalf("the head moved and was not signed: %+v", moved)
+	}
+	if h := rc.next(t); h.Payload.Checkpoint == nil || *h.Payload.Checkpoint != *moved {
+		t.Fatalf("second checkpoint: %s", h.Body)
+	}
+	backdate("61 minutes")
+	if idle := sealOnce(); idle == nil || idle.Seq != moved.Seq {
+		t.Fatalf("an unmoved head was not signed again after an hour: %+v", idle)
 	}
 	select {
 	case h := <-other.C:

@@ -38,7 +38,11 @@ type Config struct {
 	// VAPID is the configured Web Push key pair; nil: the pair kept in the
 	// database (generated on first use).
 	VAPID *db.VAPIDKeys
-	// AuditSigner signs the audit log's checkpoints; nil: none are signed.
+	// AuditSigningKey is the file of the key that signs the audit log's
+	// checkpoints (COUNTERSIGN_AUDIT_SIGNING_KEY); empty: none are signed.
+	// Only the commands that serve read it (LoadAuditSigner).
+	AuditSigningKey string
+	// AuditSigner is the key loaded from AuditSigningKey; nil: none.
 	AuditSigner *db.Signer
 }
 
@@ -139,15 +143,26 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	errs = append(errs, c.loadMail(get)...)
 	errs = append(errs, c.loadVAPID(get)...)
-	if path := get("COUNTERSIGN_AUDIT_SIGNING_KEY"); path != "" {
-		if c.AuditSigner, err = db.LoadSigner(path); err != nil {
-			errs = append(errs, fmt.Errorf("COUNTERSIGN_AUDIT_SIGNING_KEY: %w", err))
-		}
-	}
+	c.AuditSigningKey = get("COUNTERSIGN_AUDIT_SIGNING_KEY")
 	if c.ApprovalTimeout > 0 && c.ApprovalTimeout < time.Second {
 		errs = append(errs, errors.New("COUNTERSIGN_APPROVAL_TIMEOUT must be at least 1s"))
 	}
 	return c, errors.Join(errs...)
+}
+
+// LoadAuditSigner reads the audit signing key named by AuditSigningKey
+// into AuditSigner, for the commands that serve: others (migrate, audit
+// verify, apikey) never touch the private key.
+func (c *Config) LoadAuditSigner() error {
+	if c.AuditSigningKey == "" || c.AuditSigner != nil {
+		return nil
+	}
+	s, err := db.LoadSigner(c.AuditSigningKey)
+	if err != nil {
+		return fmt.Errorf("COUNTERSIGN_AUDIT_SIGNING_KEY: %w", err)
+	}
+	c.AuditSigner = s
+	return nil
 }
 
 // RequireServe checks what `countersign serve` cannot run without.

@@ -42,6 +42,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.LogLevel = slog.LevelWarn
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	if err := cfg.LoadAuditSigner(); err != nil {
+		return err
+	}
 	if cfg.AuditSigner == nil {
 		if cfg.AuditSigner, err = devAuditSigner(*dataDir); err != nil {
 			return err

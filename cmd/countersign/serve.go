@@ -25,6 +25,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cfg.RequireServe(); err != nil {
 		return err
 	}
+	if err := cfg.LoadAuditSigner(); err != nil {
+		return err
+	}
 	log := newLogger(stderr, cfg.LogLevel)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -75,8 +78,8 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	if sealer.Signer != nil {
 		log.Info("audit checkpoints signed", "key_id", sealer.Signer.KeyID)
 	}
-	// sealer.OnCheckpoint is where each checkpoint is sent elsewhere (an
-	// audit.checkpoint webhook), so that a copy outlives the database.
+	// Each checkpoint also goes out as an audit.checkpoint event (the
+	// outbox), so that a copy outlives the database.
 	go sealer.Run(runCtx, sealEvery)
 	if ready != nil {
 		ready(&app{db: store, hub: hub, server: srv})

@@ -40,15 +40,7 @@ func rewriteHistory(t *testing.T, store *db.DB, seq int64) {
 func TestAuditCheckpointsCatchRewrite(t *testing.T) {
 	store, _ := testenv.OpenDB(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "audit.key")
-	pub, err := db.GenerateSigningKey(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := db.LoadSigner(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, pub, _ := testenv.AuditSigner(t)
 	var sent []db.Checkpoint
 	sealer := &db.Sealer{DB: store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnCheckpoint: func(c db.Checkpoint) { sent = append(sent, c) }}
@@ -101,15 +93,7 @@ func TestAuditCheckpointsCatchRewrite(t *testing.T) {
 func TestAuditCheckpointsRemovedAreNoticed(t *testing.T) {
 	store, _ := testenv.OpenDB(t)
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "audit.key")
-	pub, err := db.GenerateSigningKey(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := db.LoadSigner(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, pub, _ := testenv.AuditSigner(t)
 	sealer := &db.Sealer{DB: store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	record(t, store, 10, func(i int) approval.AuditEvent {
 		return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved", Tool: fmt.Sprint("t", i)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -63,14 +62,7 @@ func TestAuditScreenShowsUnsealed(t *testing.T) {
 // recomputed hashes passes the chain alone, and is caught here. Without a
 // key the screen says that checkpoints were not checked.
 func TestAuditVerifyChecksSignedCheckpoints(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.key")
-	if _, err := db.GenerateSigningKey(path); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := db.LoadSigner(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, _, _ := testenv.AuditSigner(t)
 	ctx := context.Background()
 	for _, signed := range []bool{true, false} {
 		var opts []testenv.Option

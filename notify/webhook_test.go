@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/notify"
 	"github.com/jackc/pgx/v5"
 )
@@ -224,15 +224,7 @@ func TestWebhookAuditCheckpoint(t *testing.T) {
 	rc, other := newReceiver(t), newReceiver(t)
 	f.webhook(t, rc.URL, db.EventAuditCheckpoint)
 	f.webhook(t, other.URL, db.EventApprovalRequested, db.EventApprovalDecided)
-	path := filepath.Join(t.TempDir(), "audit.key")
-	pub, err := db.GenerateSigningKey(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := db.LoadSigner(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, pub, _ := testenv.AuditSigner(t)
 	f.start(t, notify.Options{}, f.webhooks(notify.Options{}))
 	sealer := &db.Sealer{DB: f.store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	_, cp, err := sealer.SealOnce(ctx, true)

@@ -270,35 +270,32 @@ func (b *benchServer) checkOnceAt(ctx context.Context, hc *http.Client, base str
 // (no identity provider), answers 503 for the provider: either answer
 // after a successful ping is one HTTP request and one round trip.
 func getReady(ctx context.Context, hc *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+	status, body, err := get(ctx, hc, url)
+	if err == nil && status != http.StatusOK && (status != http.StatusServiceUnavailable || strings.HasPrefix(string(body), "database")) {
+		err = fmt.Errorf("status %d: %s", status, body)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusServiceUnavailable || strings.HasPrefix(string(body), "database")) {
-		return fmt.Errorf("status %d: %s", resp.StatusCode, body)
-	}
-	return nil
+	return err
 }
 
 func getOK(ctx context.Context, hc *http.Client, url string) error {
+	status, _, err := get(ctx, hc, url)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("status %d", status)
+	}
+	return err
+}
+
+// get reads url's answer in full.
+func get(ctx context.Context, hc *http.Client, url string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return nil
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }

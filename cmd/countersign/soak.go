@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,8 @@ type soak struct {
 	url     string
 	store   *db.DB
 	key     string
+	signing string            // the instances' audit signing key file
+	pub     ed25519.PublicKey // its public half, to verify the checkpoints
 	owner   db.User
 	cap     time.Duration
 	instMu  sync.Mutex // inst is replaced when an instance restarts
@@ -66,7 +69,13 @@ func newSoak(ctx context.Context, capWait time.Duration) (*soak, error) {
 		return nil, err
 	}
 	_ = os.Chmod(dir, 0o755)
-	s := &soak{exe: exe, dir: dir, cap: capWait, decided: map[string]approval.Decision{}}
+	s := &soak{exe: exe, dir: dir, cap: capWait, decided: map[string]approval.Decision{}, signing: filepath.Join(dir, "audit.key")}
+	// The instances sign checkpoints, so that the chain is also verified
+	// against them at the end, across the faults.
+	if s.pub, err = db.GenerateSigningKey(s.signing); err != nil {
+		s.close()
+		return nil, err
+	}
 	if s.cluster, err = dev.StartCluster(ctx, filepath.Join(dir, "pg")); err != nil {
 		s.close()
 		return nil, err
@@ -130,7 +139,8 @@ func (s *soak) start(ctx context.Context, i, port int) error {
 	cmd := exec.Command(s.exe, "serve")
 	cmd.Env = append(os.Environ(), soakChildEnv+"=1", "COUNTERSIGN_DATABASE_URL="+s.url, "COUNTERSIGN_LISTEN=127.0.0.1:"+strconv.Itoa(port),
 		"COUNTERSIGN_BASE_URL="+base, "COUNTERSIGN_OIDC_ISSUER=http://127.0.0.1:1/soak", "COUNTERSIGN_OIDC_CLIENT_ID=soak",
-		"COUNTERSIGN_OIDC_CLIENT_SECRET=soak", "COUNTERSIGN_APPROVAL_TIMEOUT="+s.cap.String(), "COUNTERSIGN_LOG_LEVEL=warn")
+		"COUNTERSIGN_OIDC_CLIENT_SECRET=soak", "COUNTERSIGN_APPROVAL_TIMEOUT="+s.cap.String(), "COUNTERSIGN_LOG_LEVEL=warn",
+		"COUNTERSIGN_AUDIT_SIGNING_KEY="+s.signing)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

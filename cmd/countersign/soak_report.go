@@ -34,7 +34,8 @@ type SoakReport struct {
 // OK reports whether every target was met.
 func (r SoakReport) OK() bool {
 	return r.Unanswered == 0 && r.Decisions == r.DecisionsReached && r.DoubleClaims == 0 && r.RanWithoutClaim == 0 &&
-		r.StuckPending == 0 && r.LateWaiters == 0 && len(r.AuditMismatches) == 0 && r.Verify.Intact && r.Decisions > 0
+		r.StuckPending == 0 && r.LateWaiters == 0 && len(r.AuditMismatches) == 0 && r.Verify.Intact && r.Verify.Checkpoints > 0 &&
+		r.Decisions > 0
 }
 
 func (r SoakReport) String() string {
@@ -59,7 +60,7 @@ func (r SoakReport) String() string {
 	if !r.OK() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(&b, "  %s (targets: 0 lost, 0 doubled, 0 stuck, every waiter answered within cap + 5 s after Postgres is back, chain intact)\n", verdict)
+	fmt.Fprintf(&b, "  %s (targets: 0 lost, 0 doubled, 0 stuck, every waiter answered within cap + 5 s after Postgres is back, chain intact and signed checkpoints agree)\n", verdict)
 	return b.String()
 }
 
@@ -126,7 +127,7 @@ func (s *soak) report(ctx context.Context, d time.Duration, runtimes int) (SoakR
 	if err := s.store.SealAll(ctx); err != nil {
 		return r, err
 	}
-	r.Verify, err = s.store.VerifyAudit(ctx)
+	r.Verify, err = s.store.VerifyAuditSigned(ctx, s.pub)
 	return r, err
 }
 

@@ -289,7 +289,7 @@ func TestWebhookAuditCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := sealOnce()
-	if moved == nil || moved.Seq != cp.Seq+1 {
+	if moved == nil || moved.Seq <= cp.Seq {
 		t.Fatalf("the head moved and was not signed: %+v", moved)
 	}
 	if h := rc.next(t); h.Payload.Checkpoint == nil || *h.Payload.Checkpoint != *moved {

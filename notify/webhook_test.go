@@ -227,6 +227,12 @@ func TestWebhookAuditCheckpoint(t *testing.T) {
 	signer, pub, _ := testenv.AuditSigner(t)
 	f.start(t, notify.Options{}, f.webhooks(notify.Options{}))
 	sealer := &db.Sealer{DB: f.store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// Everything committed is sealed first: a sealer seals only below the
+	// oldest open transaction, and a line left behind would move the head
+	// later in the test.
+	if err := f.store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	_, cp, err := sealer.SealOnce(ctx, true)
 	if err != nil || cp == nil {
 		t.Fatalf("checkpoint: %v %v", cp, err)
@@ -289,7 +295,7 @@ func TestWebhookAuditCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := sealOnce()
-	if moved == nil || moved.Seq <= cp.Seq {
+	if moved == nil || moved.Seq != cp.Seq+1 {
 		t.Fatalf("the head moved and was not signed: %+v", moved)
 	}
 	if h := rc.next(t); h.Payload.Checkpoint == nil || *h.Payload.Checkpoint != *moved {

@@ -12,22 +12,22 @@ import (
 func TestAskingToolsStayBounded(t *testing.T) {
 	var a askingTools
 	asks := &Tool{Mode: string(approval.ModeRequireApproval)}
-	a.note("c", "t", asks)
-	a.note("c", "t", asks)
+	a.note("c", "t", a.asks("c", "t"), asks)
+	a.note("c", "t", a.asks("c", "t"), asks)
 	if !a.asks("c", "t") || a.n.Load() != 1 {
 		t.Fatalf("noted twice: asks %v, %d held", a.asks("c", "t"), a.n.Load())
 	}
-	a.note("c", "t", &Tool{Mode: string(approval.ModeAllow)})
+	a.note("c", "t", a.asks("c", "t"), &Tool{Mode: string(approval.ModeAllow)})
 	if a.asks("c", "t") || a.n.Load() != 0 {
 		t.Fatalf("after an allow: asks %v, %d held", a.asks("c", "t"), a.n.Load())
 	}
-	a.note("c", "t", asks)
-	a.note("c", "t", nil)
+	a.note("c", "t", a.asks("c", "t"), asks)
+	a.note("c", "t", a.asks("c", "t"), nil)
 	if a.asks("c", "t") {
 		t.Fatal("a tool not found is still remembered")
 	}
 	for i := range maxAskingTools + 10 {
-		a.note("c", fmt.Sprint(i), asks)
+		a.note("c", fmt.Sprint(i), false, asks)
 	}
 	held := 0
 	a.m.Range(func(any, any) bool { held++; return true })

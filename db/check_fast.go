@@ -117,24 +117,24 @@ func (a *askingTools) asks(connector, tool string) bool {
 	return ok
 }
 
-// note records what a check read of a tool.
-func (a *askingTools) note(connector, name string, tool *Tool) {
+// note records what a check read of a tool (nil: not found), given
+// whether the set held it when the check began (asks): the set is written
+// only when that changes.
+func (a *askingTools) note(connector, name string, held bool, tool *Tool) {
 	k := toolName{connector, name}
-	if tool == nil || tool.Mode != string(approval.ModeRequireApproval) {
+	switch asks := tool != nil && tool.Mode == string(approval.ModeRequireApproval); {
+	case held && !asks:
 		if _, ok := a.m.LoadAndDelete(k); ok {
 			a.n.Add(-1)
 		}
-		return
-	}
-	if _, ok := a.m.Load(k); ok {
-		return
-	}
-	if a.n.Load() >= maxAskingTools {
-		a.m.Clear()
-		a.n.Store(0)
-	}
-	if _, loaded := a.m.LoadOrStore(k, struct{}{}); !loaded {
-		a.n.Add(1)
+	case !held && asks:
+		if a.n.Load() >= maxAskingTools {
+			a.m.Clear()
+			a.n.Store(0)
+		}
+		if _, loaded := a.m.LoadOrStore(k, struct{}{}); !loaded {
+			a.n.Add(1)
+		}
 	}
 }
 
@@ -155,8 +155,9 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 		approvedSame                *bool
 		f                           turnFacts
 	)
+	held := d.asking.asks(req.Connector, req.Tool)
 	sql := keyToolSQL
-	if d.asking.asks(req.Connector, req.Tool) {
+	if held {
 		sql = keyAndToolSQL
 	}
 	err = d.Pool.QueryRow(ctx, sql, checkToolArgs(hash, req, args)...).Scan(&key.ID, &key.Name, &key.Prefix,
@@ -169,7 +170,7 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 	case err != nil:
 		return APIKey{}, Tool{}, false, nil, err
 	case id == nil:
-		d.asking.note(req.Connector, req.Tool, nil)
+		d.asking.note(req.Connector, req.Tool, held, nil)
 		return key, Tool{}, false, nil, nil
 	}
 	if rejections != nil && approvedSame != nil {
@@ -180,7 +181,7 @@ func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
-	d.asking.note(req.Connector, req.Tool, &tool)
+	d.asking.note(req.Connector, req.Tool, held, &tool)
 	return key, tool, true, facts, nil
 }
 

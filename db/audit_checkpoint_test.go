@@ -19,20 +19,8 @@ import (
 // alone stays consistent.
 func rewriteHistory(t *testing.T, store *db.DB, seq int64) {
 	t.Helper()
-	for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
-		fmt.Sprintf(`UPDATE audit_events SET action = 'rejected' WHERE seq = %d`, seq),
-		fmt.Sprintf(`DO $$ DECLARE r audit_events; prev TEXT; BEGIN
-			SELECT hash INTO prev FROM audit_events WHERE seq = %d - 1;
-			FOR r IN SELECT * FROM audit_events WHERE seq >= %d ORDER BY seq LOOP
-				r.prev_hash := prev; r.hash := audit_event_hash(prev, r);
-				UPDATE audit_events SET prev_hash = r.prev_hash, hash = r.hash WHERE id = r.id;
-				prev := r.hash;
-			END LOOP; END $$`, seq, seq),
-		`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
-		if _, err := store.Pool.Exec(context.Background(), sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.AsAuditAdmin(t, store, fmt.Sprintf(`UPDATE audit_events SET action = 'rejected' WHERE seq = %d`, seq))
+	testenv.RechainAudit(t, store, seq)
 }
 
 // A rewrite of history with recomputed hashes passes the hash chain but not
@@ -101,33 +89,17 @@ func TestAuditCheckpointsRemovedAreNoticed(t *testing.T) {
 	if err := store.SealAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	admin := func(sql string) {
-		t.Helper()
-		for _, q := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
-			`ALTER TABLE audit_checkpoints DISABLE TRIGGER audit_checkpoints_no_update_delete`, sql,
-			`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`,
-			`ALTER TABLE audit_checkpoints ENABLE TRIGGER audit_checkpoints_no_update_delete`} {
-			if _, err := store.Pool.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	// The events become ten minutes old (their time is in their hash: the
 	// chain is computed again), then a checkpoint covers them.
-	admin(`DO $$ DECLARE r audit_events; prev TEXT := repeat('0', 64); BEGIN
-		UPDATE audit_events SET at = at - interval '10 minutes';
-		FOR r IN SELECT * FROM audit_events ORDER BY seq LOOP
-			r.prev_hash := prev; r.hash := audit_event_hash(prev, r);
-			UPDATE audit_events SET prev_hash = r.prev_hash, hash = r.hash WHERE id = r.id;
-			prev := r.hash;
-		END LOOP; END $$`)
+	testenv.AsAuditAdmin(t, store, `UPDATE audit_events SET at = at - interval '10 minutes'`)
+	testenv.RechainAudit(t, store, 1)
 	if _, cp, err := sealer.SealOnce(ctx, true); err != nil || cp == nil {
 		t.Fatalf("checkpoint: %v %v", cp, err)
 	}
 	if r, err := store.VerifyAuditSigned(ctx, pub); err != nil || !r.Intact || r.CheckpointSeq != 10 {
 		t.Fatalf("old events under a checkpoint: %+v %v", r, err)
 	}
-	admin(`DELETE FROM audit_checkpoints`)
+	testenv.AsAuditAdmin(t, store, `DELETE FROM audit_checkpoints`)
 	r, err := store.VerifyAuditSigned(ctx, pub)
 	if err != nil || r.Intact || r.BrokenAt != 1 || !strings.Contains(r.Problem, "no signed checkpoint covers events 1–10") {
 		t.Fatalf("checkpoints removed: %+v %v", r, err)

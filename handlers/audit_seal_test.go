@@ -93,20 +93,8 @@ func TestAuditVerifyChecksSignedCheckpoints(t *testing.T) {
 		if _, body := admin.Get("/admin/audit/verify"); !strings.Contains(body, "chain intact") {
 			t.Fatalf("signed %v, before the rewrite: %s", signed, chainResult(body))
 		}
-		for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
-			`UPDATE audit_events SET action = 'rejected' WHERE seq = 2`,
-			`DO $$ DECLARE r audit_events; prev TEXT; BEGIN
-				SELECT hash INTO prev FROM audit_events WHERE seq = 1;
-				FOR r IN SELECT * FROM audit_events WHERE seq >= 2 ORDER BY seq LOOP
-					r.prev_hash := prev; r.hash := audit_event_hash(prev, r);
-					UPDATE audit_events SET prev_hash = r.prev_hash, hash = r.hash WHERE id = r.id;
-					prev := r.hash;
-				END LOOP; END $$`,
-			`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
-			if _, err := l.DB.Pool.Exec(ctx, sql); err != nil {
-				t.Fatal(err)
-			}
-		}
+		testenv.AsAuditAdmin(t, l.DB, `UPDATE audit_events SET action = 'rejected' WHERE seq = 2`)
+		testenv.RechainAudit(t, l.DB, 2)
 		_, body := admin.Get("/admin/audit/verify")
 		switch {
 		case signed && (!strings.Contains(chainResult(body), "chain broken") || !strings.Contains(body, "contradicts the checkpoint") ||

@@ -50,6 +50,25 @@ func (f *blockFixture) setMode(t *testing.T, m approval.Mode) {
 	}
 }
 
+// runtimeKey creates another API key and returns it as a runtime sends it.
+func (f *blockFixture) runtimeKey(t *testing.T) string {
+	t.Helper()
+	raw, _, err := f.store.CreateAPIKey(context.Background(), "runtime "+fmt.Sprint(f.n), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.n++
+	return raw
+}
+
+// keyCheck runs req as a runtime's check sent with raw, by the fixture's
+// user in conversation "conv" of the "mail" connector.
+func (f *blockFixture) keyCheck(ctx context.Context, raw string, req db.CheckRequest) (db.CheckResult, error) {
+	req.User, req.ConversationID, req.Connector = f.user.Subject, "conv", "mail"
+	res, _, err := f.store.CheckWithAPIKey(ctx, raw, req, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+	return res, err
+}
+
 // pending creates a pending item in turn and returns it with its request.
 func (f *blockFixture) pending(t *testing.T, turn string) (db.Approval, db.CheckRequest) {
 	t.Helper()

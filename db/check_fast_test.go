@@ -61,8 +61,8 @@ func TestAllowedByPolicyKeepsPendingItem(t *testing.T) {
 
 // Calls allowed by one "Always allow" grant do not queue on shared rows:
 // the tool's row is not locked, and the grant's last use is written at
-// most once a minute, so a second use within the minute leaves its row as
-// it was. Each use is still audited.
+// first and then at most once a minute, so a second use within the minute
+// leaves its row as it was. Each use is still audited.
 func TestGrantUseLocksNoSharedRow(t *testing.T) {
 	f := newBlockFixture(t)
 	ctx := context.Background()
@@ -96,6 +96,25 @@ func TestGrantUseLocksNoSharedRow(t *testing.T) {
 	}
 	if !strings.HasSuffix(s1, "/1") || !strings.HasSuffix(s2, "/2") {
 		t.Fatalf("each use is audited: %s → %s", s1, s2)
+	}
+	// The first use was noted, and a use a minute later is noted again.
+	lastUsed := func() (at *time.Time) {
+		t.Helper()
+		if err := f.store.Pool.QueryRow(ctx, `SELECT last_used_at FROM standing_grants WHERE approval_id::text = $1`, a.ID).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	first := lastUsed()
+	if first == nil {
+		t.Fatal("the first use was not noted")
+	}
+	if _, err := f.store.Pool.Exec(ctx, `UPDATE standing_grants SET last_used_at = last_used_at - interval '2 minutes' WHERE approval_id::text = $1`, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	use("a minute later")
+	if later := lastUsed(); later == nil || !later.After(*first) {
+		t.Fatalf("a use a minute later was not noted: %v, then %v", first, later)
 	}
 }
 
@@ -410,15 +429,10 @@ func TestCheckWithKeyReadsTheWholeTool(t *testing.T) {
 func TestCheckWithKeyReadsTheTurnsFacts(t *testing.T) {
 	f := newBlockFixture(t)
 	ctx := context.Background()
-	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	raw := f.runtimeKey(t)
 	check := func(call, turn, args string) db.CheckResult {
 		t.Helper()
-		res, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv",
-			TurnID: turn, Connector: "mail", Tool: "send_email", Arguments: args}, opt)
+		res, err := f.keyCheck(ctx, raw, db.CheckRequest{CallID: call, TurnID: turn, Tool: "send_email", Arguments: args})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,17 +475,13 @@ func TestCheckWithKeyReadsTheTurnsFacts(t *testing.T) {
 func TestCheckStatementFollowsThePolicy(t *testing.T) {
 	f := newBlockFixture(t)
 	ctx := context.Background()
-	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	raw := f.runtimeKey(t)
 	n := 0
 	check := func(tool string) db.CheckResult {
 		t.Helper()
 		n++
-		res, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: fmt.Sprint("c", n), User: f.user.Subject,
-			ConversationID: "conv", TurnID: "turn", Connector: "mail", Tool: tool, Arguments: `{"to":"x@example.com"}`}, opt)
+		res, err := f.keyCheck(ctx, raw, db.CheckRequest{CallID: fmt.Sprint("c", n), TurnID: "turn", Tool: tool,
+			Arguments: `{"to":"x@example.com"}`})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,8 +536,7 @@ func TestCheckStatementFollowsThePolicy(t *testing.T) {
 		t.Fatalf("blocked tool: %+v", res.Outcome)
 	}
 	first(false)
-	if _, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: "u", User: f.user.Subject, ConversationID: "conv",
-		TurnID: "turn", Connector: "mail", Tool: "no_such_tool", Arguments: `{}`}, opt); err == nil {
+	if _, err := f.keyCheck(ctx, raw, db.CheckRequest{CallID: "u", TurnID: "turn", Tool: "no_such_tool", Arguments: `{}`}); err == nil {
 		t.Fatal("an unknown tool was checked")
 	}
 	if f.store.ReadsFactsFirst("mail", "no_such_tool") {

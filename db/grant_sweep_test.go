@@ -2,13 +2,10 @@ package db_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/countersign/countersign/approval"
-	"github.com/countersign/countersign/db"
 )
 
 // Standing grants past their end are each marked ended and audited once
@@ -84,59 +81,5 @@ func TestGrantsEndedAndRevokedTogether(t *testing.T) {
 	}
 	if n, err := f.store.RevokeConnectorGrants(ctx, f.user, "mail"); err != nil || n != 0 {
 		t.Fatalf("revoked again: %d (%v)", n, err)
-	}
-}
-
-// A grant's use is noted at its first use and then at most once a minute,
-// whichever statement read it.
-func TestGrantUseNotedOncePerMinute(t *testing.T) {
-	f := newBlockFixture(t)
-	ctx := context.Background()
-	a, _ := f.pending(t, "a")
-	if _, err := f.store.Decide(ctx, a.ID, f.user, approval.AlwaysAllow, ""); err != nil {
-		t.Fatal(err)
-	}
-	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	use := func() {
-		t.Helper()
-		n++
-		res, _, err := f.store.CheckWithAPIKey(ctx, raw, db.CheckRequest{CallID: fmt.Sprint("u", n), User: f.user.Subject,
-			ConversationID: "conv", TurnID: fmt.Sprint("t", n), Connector: "mail", Tool: "send_email", Arguments: `{"x":1}`},
-			db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
-		if err != nil || res.Outcome.Via != approval.ViaAlwaysAllow {
-			t.Fatalf("use %d: %v %+v", n, err, res.Outcome)
-		}
-	}
-	lastUsed := func() *time.Time {
-		t.Helper()
-		var at *time.Time
-		if err := f.store.Pool.QueryRow(ctx, `SELECT last_used_at FROM standing_grants WHERE approval_id::text = $1`, a.ID).Scan(&at); err != nil {
-			t.Fatal(err)
-		}
-		return at
-	}
-	if lastUsed() != nil {
-		t.Fatal("used before its first use")
-	}
-	use() // the first check of the tool reads its facts apart, the next ones in their first statement
-	first := lastUsed()
-	if first == nil {
-		t.Fatal("first use not noted")
-	}
-	use()
-	use()
-	if again := lastUsed(); again == nil || !again.Equal(*first) {
-		t.Fatalf("noted again within a minute: %v, then %v", first, again)
-	}
-	if _, err := f.store.Pool.Exec(ctx, `UPDATE standing_grants SET last_used_at = last_used_at - interval '2 minutes' WHERE approval_id::text = $1`, a.ID); err != nil {
-		t.Fatal(err)
-	}
-	use()
-	if later := lastUsed(); later == nil || !later.After(*first) {
-		t.Fatalf("not noted after a minute: %v, then %v", first, later)
 	}
 }

@@ -388,20 +388,15 @@ func TestChecksCountedOnTheirWay(t *testing.T) {
 	if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "mail", "search", approval.Policy{Mode: approval.ModeAllow}); err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := f.store.CreateAPIKey(ctx, "second", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2}
+	raw := f.runtimeKey(t)
 	var calls atomic.Int64
 	check := func(ctx context.Context, key, tool, call string, attach bool) (db.CheckResult, error) {
 		n := calls.Add(1)
 		if call == "" {
 			call = fmt.Sprint("c", n)
 		}
-		res, _, err := f.store.CheckWithAPIKey(ctx, key, db.CheckRequest{CallID: call, User: f.user.Subject, ConversationID: "conv",
-			TurnID: "t", Connector: "mail", Tool: tool, Arguments: fmt.Sprintf(`{"n":%d}`, n), AttachToPending: attach}, opt)
-		return res, err
+		return f.keyCheck(ctx, key, db.CheckRequest{CallID: call, TurnID: "t", Tool: tool, Arguments: fmt.Sprintf(`{"n":%d}`, n),
+			AttachToPending: attach})
 	}
 	none := func(what string) {
 		t.Helper()

@@ -139,50 +139,34 @@ func (a *askingTools) note(connector, name string, held bool, tool *Tool) {
 }
 
 // keyAndTool runs keyAndToolSQL for a tool that asked a person when last
-// read, and keyToolSQL for any other: an unknown or revoked key is refused
+// read, and keyToolSQL for any other, read with the first statements of
+// concurrent checks (readGrouped): an unknown or revoked key is refused
 // (errUnauthorized); found is false when there is no tool to check, and
 // facts is nil when they were not read.
 func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {
-	var (
-		id                          *int64
-		connector, name, display    *string
-		description, mode, cond     *string
-		connDisplay, connKind       *string
-		readOnly, destructive, idem *bool
-		openWorld, standing, cdel   *bool
-		version                     *int32
-		rejections                  *int64
-		approvedSame                *bool
-		f                           turnFacts
-	)
+	var r keyToolRow
 	held := d.asking.asks(req.Connector, req.Tool)
-	sql := keyToolSQL
 	if held {
-		sql = keyAndToolSQL
+		err = d.Pool.QueryRow(ctx, keyAndToolSQL, checkToolArgs(hash, req, args)...).Scan(r.dest()...)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = errUnauthorized()
+		}
+	} else {
+		var live bool
+		if r, live, err = d.readGrouped(ctx, hash, req, args); err == nil && !live {
+			err = errUnauthorized()
+		}
 	}
-	err = d.Pool.QueryRow(ctx, sql, checkToolArgs(hash, req, args)...).Scan(&key.ID, &key.Name, &key.Prefix,
-		&key.CreatedAt, &key.LastUsedAt, &id, &connector, &name, &display, &description, &readOnly, &destructive, &idem,
-		&openWorld, &mode, &standing, &cond, &version, &tool.MaxGrantSeconds, &tool.RetiredAt, &connDisplay, &connKind, &cdel,
-		&rejections, &f.ConversationGrant, &f.AlwaysGrant, &approvedSame)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return APIKey{}, Tool{}, false, nil, errUnauthorized()
-	case err != nil:
+	if err != nil {
 		return APIKey{}, Tool{}, false, nil, err
-	case id == nil:
+	}
+	tool, found, facts = r.result()
+	if !found {
 		d.asking.note(req.Connector, req.Tool, held, nil)
-		return key, Tool{}, false, nil, nil
+		return r.key, Tool{}, false, nil, nil
 	}
-	if rejections != nil && approvedSame != nil {
-		f.Rejections, f.ApprovedSame = int(*rejections), *approvedSame
-		facts = &f
-	}
-	tool.ID, tool.Connector, tool.Name, tool.DisplayName, tool.Description = *id, *connector, *name, *display, *description
-	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = readOnly, destructive, idem, openWorld
-	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *mode, *standing, *cond, int(*version)
-	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *connDisplay, *connKind, *cdel
 	d.asking.note(req.Connector, req.Tool, held, &tool)
-	return key, tool, true, facts, nil
+	return r.key, tool, true, facts, nil
 }
 
 // checkToolArgs are checkToolSQL's arguments, with key the key's id or

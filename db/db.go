@@ -33,6 +33,7 @@ type DB struct {
 
 	groups writeGroups // what concurrent checks record, written together
 	asking askingTools // tools whose checks read the turn's facts first
+	reads  readGroups  // the first statements of concurrent checks, read together
 
 	factsApart atomic.Int64 // checks that read the turn's facts in a statement of their own
 }
@@ -56,7 +57,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db: connect: %w", err)
 	}
-	return &DB{Pool: pool, groups: writeGroups{arrived: make(chan struct{}, 1), linger: groupLinger}}, nil
+	return &DB{Pool: pool, groups: writeGroups{arrived: make(chan struct{}, 1), linger: groupLinger}, reads: readGroups{max: maxReaders()}}, nil
 }
 
 // Close closes the pool.

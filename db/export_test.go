@@ -61,3 +61,13 @@ func (d *DB) Coming() int64 { return d.groups.coming.Load() }
 // FactsReadApart is how many checks have read the turn's facts in a
 // statement of their own.
 func (d *DB) FactsReadApart() int64 { return d.factsApart.Load() }
+
+// SetMaxReaders sets how many group reads may be in flight at once.
+func (d *DB) SetMaxReaders(n int) { d.reads.max = n }
+
+// ReadsQueued is how many checks wait for the next group read.
+func (d *DB) ReadsQueued() int {
+	d.reads.mu.Lock()
+	defer d.reads.mu.Unlock()
+	return len(d.reads.queue)
+}

@@ -41,6 +41,7 @@ type writeGroups struct {
 	coming  atomic.Int64  // checks on their way (onTheWay)
 	arrived chan struct{} // a check queued, or one on its way left
 	linger  time.Duration // groupLinger
+	stats   groupStats
 }
 
 // groupLinger bounds how long a writer waits for checks on their way. Each
@@ -226,6 +227,7 @@ func (g *writeGroups) awaitComing() {
 func (d *DB) writeGroup(group []*groupEntry) (refused bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
+	d.groups.stats.add(len(group))
 	b := &pgx.Batch{}
 	created, err := queueEntries(ctx, b, group)
 	if err != nil {

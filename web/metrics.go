@@ -33,6 +33,9 @@ func newMetrics(store *db.DB) *metrics {
 	stat := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
+	counter := func(name, help string, f func(db.GroupStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(f(store.GroupStats())) })
+	}
 	m.reg.MustRegister(m.requests, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		stat("countersign_db_pool_total_conns", "Connections in the pool.", func() float64 { return float64(store.Pool.Stat().TotalConns()) }),
@@ -43,6 +46,14 @@ func newMetrics(store *db.DB) *metrics {
 			func() float64 { return float64(store.Pool.Stat().AcquireCount()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "countersign_db_pool_empty_acquires_total", Help: "Acquisitions that had to wait for a connection."},
 			func() float64 { return float64(store.Pool.Stat().EmptyAcquireCount()) }),
+		counter("countersign_check_read_groups_total", "Statements that read the first step of a group of concurrent checks.",
+			func(s db.GroupStats) int64 { return s.ReadGroups }),
+		counter("countersign_check_reads_total", "Checks read by those statements (divided by the groups: the mean group size).",
+			func(s db.GroupStats) int64 { return s.Reads }),
+		counter("countersign_check_write_groups_total", "Batches that wrote what a group of concurrent checks record.",
+			func(s db.GroupStats) int64 { return s.WriteGroups }),
+		counter("countersign_check_writes_total", "Checks whose records those batches wrote.",
+			func(s db.GroupStats) int64 { return s.Writes }),
 	)
 	return m
 }

@@ -16,10 +16,10 @@ import (
 // extraInstance starts one more instance in this process on the bench's
 // database — its own pool, listener, sealer and HTTP server, as another
 // process would have — and returns its base URL and a stop function.
-func (b *benchServer) extraInstance(ctx context.Context) (string, func(), error) {
+func (b *benchServer) extraInstance(ctx context.Context) (string, *db.DB, func(), error) {
 	store, err := db.Open(ctx, b.url)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg, _ := web.LoadConfig(func(string) string { return "" })
@@ -33,14 +33,14 @@ func (b *benchServer) extraInstance(ctx context.Context) (string, func(), error)
 	if err != nil {
 		cancel()
 		store.Close()
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	base := "http://" + ln.Addr().String()
 	cfg.BaseURL, _ = cfg.BaseURL.Parse(base)
 	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(runCtx, ln) }()
-	return base, func() { cancel(); <-done; store.Close() }, nil
+	return base, store, func() { cancel(); <-done; store.Close() }, nil
 }
 
 // threeInstances runs the audited path with the runtimes spread over this
@@ -49,18 +49,30 @@ func (b *benchServer) extraInstance(ctx context.Context) (string, func(), error)
 func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Duration, hc *http.Client, p checkPath,
 	single rateResult, stdout io.Writer) error {
 	bases := []string{b.base}
+	stores := []*db.DB{b.db}
 	for i := 0; i < 2; i++ {
-		base, stop, err := b.extraInstance(ctx)
+		base, store, stop, err := b.extraInstance(ctx)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		bases = append(bases, base)
+		stores = append(stores, store)
 	}
+	stats := func() (sum db.GroupStats) {
+		for _, s := range stores {
+			g := s.GroupStats()
+			sum.ReadGroups, sum.Reads, sum.WriteGroups, sum.Writes = sum.ReadGroups+g.ReadGroups, sum.Reads+g.Reads,
+				sum.WriteGroups+g.WriteGroups, sum.Writes+g.Writes
+		}
+		return sum
+	}
+	before := stats()
 	stopSampling := b.sampleWaits(ctx)
 	three, err := measureRate(ctx, workers, d, func(ctx context.Context, w, i int) error {
 		return b.checkOnceAt(ctx, hc, bases[w%len(bases)], p, i)
 	})
+	groups := groupSizes(stats(), before)
 	samples, waits := stopSampling()
 	if err != nil {
 		return fmt.Errorf("three instances: %w", err)
@@ -72,6 +84,7 @@ func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Du
 	}
 	fmt.Fprintf(stdout, "  %-44s %8.0f/s  p50 %8s  p99 %8s  %.2f× one instance  %s (≥0.9×, no advisory waits)\n",
 		"audited check, 3 instances on one Postgres", three.perSec(), pct(three.lat, 50), pct(three.lat, 99), r, verdict)
+	fmt.Fprintf(stdout, "  %-44s %s (the three together)\n", "", groups)
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock, 3 instances: %d in %d samples\n", waits["Lock:advisory"], samples)
 	return nil
 }

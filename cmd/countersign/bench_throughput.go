@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -24,9 +25,24 @@ type runOnce func(ctx context.Context, w, i int) error
 
 // rateResult is what a throughput measurement saw.
 type rateResult struct {
-	n   int
-	el  time.Duration
-	lat []time.Duration
+	n      int
+	el     time.Duration
+	lat    []time.Duration
+	groups string // the checks' mean group sizes (groupSizes), if any
+}
+
+// groupSizes says how many checks the instance's group statements carried
+// on average between two readings (db.GroupStats).
+func groupSizes(now, then db.GroupStats) string {
+	per := func(checks, groups int64) string {
+		if groups == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%.1f checks each", float64(checks)/float64(groups))
+	}
+	return fmt.Sprintf("reads: %d statements, %s; writes: %d batches, %s", now.ReadGroups-then.ReadGroups,
+		per(now.Reads-then.Reads, now.ReadGroups-then.ReadGroups), now.WriteGroups-then.WriteGroups,
+		per(now.Writes-then.Writes, now.WriteGroups-then.WriteGroups))
 }
 
 func (r rateResult) perSec() float64 { return float64(r.n) / r.el.Seconds() }
@@ -94,6 +110,9 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	fmt.Fprintf(stdout, "Throughput, %d concurrent runtimes, %s per measurement\n", workers, d)
 	row := func(name string, r rateResult, extra string) {
 		fmt.Fprintf(stdout, "  %-44s %8.0f/s  p50 %8s  p99 %8s  %s\n", name, r.perSec(), pct(r.lat, 50), pct(r.lat, 99), extra)
+		if r.groups != "" {
+			fmt.Fprintf(stdout, "  %-44s %s\n", "", r.groups)
+		}
 	}
 	health, err := measureRate(ctx, workers, d, func(ctx context.Context, _, _ int) error { return getOK(ctx, hc, b.base+"/healthz") })
 	if err != nil {
@@ -130,9 +149,12 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 		return "FAIL"
 	}
 	check := func(p checkPath) (rateResult, error) {
-		return measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+		before := b.db.GroupStats()
+		r, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
 			return b.checkOnce(ctx, hc, p, i)
 		})
+		r.groups = groupSizes(b.db.GroupStats(), before)
+		return r, err
 	}
 	policy, err := check(paths[0])
 	if err != nil {

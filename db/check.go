@@ -66,8 +66,9 @@ func (d *DB) Check(ctx context.Context, key APIKey, req CheckRequest, opt CheckO
 }
 
 // CheckWithAPIKey is Check for a runtime that sent key: the key is
-// authenticated by the statement that reads the tool (keyAndToolSQL), so a
-// call its policy allows costs one statement in all. A missing, unknown or revoked
+// authenticated by the statement that reads the tool (keyAndTool), so a
+// call its policy allows costs one statement in all, shared with the
+// checks that arrived with it (readGroups). A missing, unknown or revoked
 // key is refused, and nothing of the check is used.
 func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckRequest, opt CheckOptions) (CheckResult, APIKey, error) {
 	args := approval.ParseArguments(req.Arguments)

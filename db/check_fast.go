@@ -74,7 +74,7 @@ func mustReplace(s, old, new string) string {
 // its check (checkToolSQL) in one statement: no row for an unknown or
 // revoked key, the key with no tool for an unknown or retired tool or a
 // call already pending. The turn's facts are NULL: keyAndToolSQL reads them
-// too.
+// too. Checks run it for many at once (keyToolGroupSQL).
 var keyToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
 		NULL::bigint AS rejections, NULL::bigint AS conversation_grant, NULL::bigint AS always_grant, NULL::bool AS approved_same
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
@@ -139,8 +139,8 @@ func (a *askingTools) note(connector, name string, held bool, tool *Tool) {
 }
 
 // keyAndTool runs keyAndToolSQL for a tool that asked a person when last
-// read, and keyToolSQL for any other, read with the first statements of
-// concurrent checks (readGrouped): an unknown or revoked key is refused
+// read; for any other it reads what keyToolSQL reads, together with the
+// concurrent checks' (keyToolGroupSQL, readGrouped): an unknown or revoked key is refused
 // (errUnauthorized); found is false when there is no tool to check, and
 // facts is nil when they were not read.
 func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {

@@ -71,3 +71,6 @@ func (d *DB) ReadsQueued() int {
 	defer d.reads.mu.Unlock()
 	return len(d.reads.queue)
 }
+
+// MaxGroupReads is how many checks one group read carries at most.
+const MaxGroupReads = maxGroupReads

@@ -33,8 +33,9 @@ type readGroups struct {
 	stats   groupStats
 }
 
-// groupStats counts a group writer's or reader's statements and the checks
-// they carried.
+// groupStats counts a group writer's or reader's statements that
+// succeeded and the checks they carried (a group refused and then written
+// or read one check at a time counts as those single checks).
 type groupStats struct {
 	groups, checks atomic.Int64
 }
@@ -56,6 +57,9 @@ func (d *DB) GroupStats() GroupStats {
 	return GroupStats{ReadGroups: d.reads.stats.groups.Load(), Reads: d.reads.stats.checks.Load(),
 		WriteGroups: d.groups.stats.groups.Load(), Writes: d.groups.stats.checks.Load()}
 }
+
+// maxGroupReads bounds the checks one group statement reads.
+const maxGroupReads = 128
 
 // maxReaders bounds the group statements in flight at once: one for every
 // two CPUs of this instance, and at least one. More keep more of
@@ -82,8 +86,23 @@ var keyToolGroupSQL = `SELECT r.ord, k.id, k.name, k.key_prefix, k.created_at, k
 	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 		WITH ORDINALITY AS r(connector, tool, key_hash, owner, conv, turn, call, digest, ord)
 	JOIN api_keys k ON k.key_hash = r.key_hash AND k.revoked_at IS NULL
-	LEFT JOIN LATERAL (` + strings.NewReplacer("$1", "r.connector", "$2", "r.tool", "$3", "k.id", "$4", "r.owner",
-	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest").Replace(checkToolSQL) + `) t ON true`
+	LEFT JOIN LATERAL (` + replaceEach(checkToolSQL, "$1", "r.connector", "$2", "r.tool", "$3", "k.id", "$4", "r.owner",
+	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest") + `) t ON true`
+
+// replaceEach replaces, in one pass, each old of the pairs with its new; it
+// panics if an old is missing or a placeholder ($) is left over.
+func replaceEach(s string, pairs ...string) string {
+	for i := 0; i < len(pairs); i += 2 {
+		if !strings.Contains(s, pairs[i]) {
+			panic("db: " + pairs[i] + " not in the statement")
+		}
+	}
+	out := strings.NewReplacer(pairs...).Replace(s)
+	if strings.Contains(out, "$") {
+		panic("db: a placeholder is left in the statement")
+	}
+	return out
+}
 
 // readGrouped reads keyToolSQL's row for one check with whatever else is
 // queued: ok is false for a key that is not live.
@@ -92,7 +111,7 @@ func (d *DB) readGrouped(ctx context.Context, hash []byte, req CheckRequest, arg
 	g := &d.reads
 	g.mu.Lock()
 	g.queue = append(g.queue, e)
-	start := g.readers < g.max
+	start := g.readers < max(g.max, 1)
 	if start {
 		g.readers++
 	}
@@ -115,8 +134,14 @@ func (d *DB) readQueued() {
 	g := &d.reads
 	for {
 		g.mu.Lock()
-		group := g.queue
-		g.queue = nil
+		// At most maxGroupReads at once: the rest wait for the next
+		// statement, so that a slow moment costs one statement's checks
+		// their deadline, not everything queued meanwhile.
+		group := g.queue[:min(len(g.queue), maxGroupReads)]
+		g.queue = g.queue[len(group):]
+		if len(g.queue) == 0 {
+			g.queue = nil
+		}
 		if len(group) == 0 {
 			g.readers--
 			g.mu.Unlock()
@@ -140,6 +165,10 @@ func (d *DB) readQueued() {
 			// A value Postgres refused fails the whole statement: each
 			// check is read alone, so that only its own sender's fails.
 			for _, e := range live {
+				if err := e.ctx.Err(); err != nil {
+					e.done <- err
+					continue
+				}
 				e.done <- d.readGroup([]*readEntry{e})
 			}
 			continue
@@ -150,7 +179,8 @@ func (d *DB) readQueued() {
 	}
 }
 
-// readGroup reads group's rows in one statement.
+// readGroup reads group's rows in one statement; an entry's row and ok are
+// set only once the whole statement has succeeded.
 func (d *DB) readGroup(group []*readEntry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
@@ -166,24 +196,34 @@ func (d *DB) readGroup(group []*readEntry) error {
 			cols[j][i] = v
 		}
 	}
-	d.reads.stats.add(n)
 	rows, err := d.Pool.Query(ctx, keyToolGroupSQL, cols[0], cols[1], hashes, cols[2], cols[3], cols[4], cols[5], cols[6])
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	got := make([]*keyToolRow, n)
 	var ord int64
 	for rows.Next() {
 		var r keyToolRow
 		if err := rows.Scan(append([]any{&ord}, r.dest()[:23]...)...); err != nil {
 			return err
 		}
-		if ord < 1 || ord > int64(n) {
+		if ord < 1 || ord > int64(n) || got[ord-1] != nil {
 			return errors.New("db: a group read answered a check it was not asked")
 		}
-		group[ord-1].row, group[ord-1].ok = r, true
+		got[ord-1] = &r
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i, r := range got {
+		group[i].row, group[i].ok = keyToolRow{}, r != nil
+		if r != nil {
+			group[i].row = *r
+		}
+	}
+	d.reads.stats.add(n)
+	return nil
 }
 
 // keyToolRow is a row of keyToolSQL or keyAndToolSQL: the key, and the

@@ -83,7 +83,7 @@ func (g *writeGroups) signal() {
 	}
 }
 
-// groupTimeout bounds one group's write.
+// groupTimeout bounds one group's write, and one group read.
 const groupTimeout = 10 * time.Second
 
 type groupEntry struct {
@@ -227,7 +227,6 @@ func (g *writeGroups) awaitComing() {
 func (d *DB) writeGroup(group []*groupEntry) (refused bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	d.groups.stats.add(len(group))
 	b := &pgx.Batch{}
 	created, err := queueEntries(ctx, b, group)
 	if err != nil {
@@ -235,6 +234,7 @@ func (d *DB) writeGroup(group []*groupEntry) (refused bool, err error) {
 	}
 	if err = d.sendBatch(ctx, b); err == nil {
 		created()
+		d.groups.stats.add(len(group))
 		return false, nil
 	}
 	refused = entryError(err)

@@ -68,6 +68,28 @@ const maxGroupReads = 128
 // two 12,600–13,000 and four 8,900–10,100.
 func maxReaders() int { return max(1, runtime.NumCPU()/2) }
 
+// awaited is a check in a group writer's or reader's queue.
+type awaited interface {
+	caller() (context.Context, chan error)
+}
+
+// stillAwaited answers every entry of group whose caller went away with
+// its caller's error, and returns the others.
+func stillAwaited[E awaited](group []E) []E {
+	live := group[:0:0]
+	for _, e := range group {
+		ctx, done := e.caller()
+		if err := ctx.Err(); err != nil {
+			done <- err
+		} else {
+			live = append(live, e)
+		}
+	}
+	return live
+}
+
+func (e *readEntry) caller() (context.Context, chan error) { return e.ctx, e.done }
+
 // readEntry is one check's first statement.
 type readEntry struct {
 	ctx  context.Context // the check's; a check gone before its group is read is skipped
@@ -148,14 +170,7 @@ func (d *DB) readQueued() {
 			return
 		}
 		g.mu.Unlock()
-		live := group[:0:0]
-		for _, e := range group {
-			if err := e.ctx.Err(); err != nil {
-				e.done <- err
-			} else {
-				live = append(live, e)
-			}
-		}
+		live := stillAwaited(group)
 		if len(live) == 0 {
 			continue
 		}

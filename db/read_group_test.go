@@ -47,6 +47,16 @@ func waitingReads(t *testing.T, f *blockFixture, n int) {
 	}
 }
 
+// newReadFixture is a fixture whose tool its policy allows, read by one
+// reader at a time, and a runtime's key.
+func newReadFixture(t *testing.T) (*blockFixture, string) {
+	t.Helper()
+	f := newBlockFixture(t)
+	f.setMode(t, approval.ModeAllow)
+	f.store.SetMaxReaders(1)
+	return f, f.runtimeKey(t)
+}
+
 // queued waits until n checks wait for the next group read.
 func queued(t *testing.T, store *db.DB, n int) {
 	t.Helper()
@@ -88,11 +98,8 @@ func answer(t *testing.T, c chan checkAnswer) checkAnswer {
 // The checks that arrive while a group read is in flight are read together
 // by the next statement, and each gets its own answer.
 func TestChecksReadTogether(t *testing.T) {
-	f := newBlockFixture(t)
-	f.setMode(t, approval.ModeAllow)
-	f.store.SetMaxReaders(1)
+	f, raw := newReadFixture(t)
 	ctx := context.Background()
-	raw := f.runtimeKey(t)
 	call := func(n int) db.CheckRequest {
 		return db.CheckRequest{CallID: fmt.Sprint("call-", n), TurnID: "turn", Tool: "send_email", Arguments: fmt.Sprintf(`{"n":%d}`, n)}
 	}
@@ -218,11 +225,8 @@ func TestGroupReadAnswersEachCheck(t *testing.T) {
 // A reader whose statement fails answers every check of its group with
 // the failure: none of them runs.
 func TestGroupReadFailureFailsItsChecks(t *testing.T) {
-	f := newBlockFixture(t)
-	f.setMode(t, approval.ModeAllow)
-	f.store.SetMaxReaders(1)
+	f, raw := newReadFixture(t)
 	ctx := context.Background()
-	raw := f.runtimeKey(t)
 	before := f.store.GroupStats()
 	release := holdReads(t, f)
 	first := goCheck(ctx, f, raw, db.CheckRequest{CallID: "first", TurnID: "turn", Tool: "send_email", Arguments: `{}`})
@@ -270,11 +274,8 @@ func TestGroupReadFailureFailsItsChecks(t *testing.T) {
 // One statement reads at most MaxGroupReads checks; a group whose callers
 // all left is not read, and the reader goes on.
 func TestGroupReadsAreBounded(t *testing.T) {
-	f := newBlockFixture(t)
-	f.setMode(t, approval.ModeAllow)
-	f.store.SetMaxReaders(1)
+	f, raw := newReadFixture(t)
 	ctx := context.Background()
-	raw := f.runtimeKey(t)
 	call := func(name string, n int) db.CheckRequest {
 		return db.CheckRequest{CallID: fmt.Sprint(name, n), TurnID: "turn", Tool: "send_email", Arguments: fmt.Sprintf(`{"n":%d}`, n)}
 	}

@@ -95,6 +95,8 @@ type groupEntry struct {
 	done    chan error
 }
 
+func (e *groupEntry) caller() (context.Context, chan error) { return e.ctx, e.done }
+
 // answer puts what the entry created into res: its item, for a pending
 // one.
 func (e *groupEntry) answer(res *CheckResult) error {
@@ -152,14 +154,7 @@ func (d *DB) writeQueued() {
 		// A check whose caller went away before its group was written is
 		// not written: nothing would answer it, and a prompt nobody waits
 		// for must not appear.
-		live := group[:0:0]
-		for _, e := range group {
-			if err := e.ctx.Err(); err != nil {
-				e.done <- err
-			} else {
-				live = append(live, e)
-			}
-		}
+		live := stillAwaited(group)
 		if len(live) == 0 {
 			continue
 		}

@@ -70,33 +70,27 @@ func mustReplace(s, old, new string) string {
 	return strings.Replace(s, old, new, 1)
 }
 
-// keyToolSQL authenticates a key by its hash ($3) and reads the tool of
-// its check (checkToolSQL) in one statement: no row for an unknown or
-// revoked key, the key with no tool for an unknown or retired tool or a
-// call already pending. The turn's facts are NULL: keyAndToolSQL reads them
-// too. Checks run it for many at once (keyToolGroupSQL).
-var keyToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
-		NULL::bigint AS rejections, NULL::bigint AS conversation_grant, NULL::bigint AS always_grant, NULL::bool AS approved_same
+// keyAndToolSQL authenticates a key by its hash ($3) and reads the tool of
+// its check (checkToolSQL) and the turn's facts (turnFactsTemplate) in one
+// statement: no row for an unknown or revoked key, the key with no tool
+// for an unknown or retired tool or a call already pending, and no facts
+// unless the tool's policy asks a person. Postgres sets up every part of a
+// statement's plan each time it runs it, read or not: the facts' part
+// costs a check its policy allows about as much again as the rest, so
+// only checks of tools known to ask run it (askingTools); the others are
+// read without the facts, together (keyToolGroupSQL).
+var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
+		f.rejections, f.conversation_grant, f.always_grant, f.approved_same
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
+	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
+	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
+	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
-
-// keyAndToolSQL is keyToolSQL that also reads the turn's facts
-// (turnFactsTemplate) when the tool's policy asks a person. Postgres sets
-// up every part of a statement's plan each time it runs it, read or not:
-// the facts' part costs a check its policy allows about as much again as
-// the rest, so those checks run keyToolSQL (askingTools).
-var keyAndToolSQL = mustReplace(mustReplace(keyToolSQL,
-	"NULL::bigint AS rejections, NULL::bigint AS conversation_grant, NULL::bigint AS always_grant, NULL::bool AS approved_same",
-	"f.rejections, f.conversation_grant, f.always_grant, f.approved_same"),
-	") t ON true", `) t ON true
-	LEFT JOIN LATERAL (`+strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
-		"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
-		"{call}", "$7").Replace(turnFactsTemplate)+` WHERE t.mode = 'require_approval' OFFSET 0) f ON true`)
 
 // askingTools remembers the tools whose policy asked a person when a
 // check last read them, so that the next check of one reads the turn's
 // facts in its first statement (keyAndToolSQL) and a check of any other
-// tool does not pay for them (keyToolSQL). It only chooses the statement:
+// tool does not pay for them (keyToolGroupSQL). It only chooses the statement:
 // a tool whose policy changed since is read right by either, and a check
 // that needs the facts and did not read them reads them next
 // (readTurnFacts). A tool not found is forgotten, and the whole set is
@@ -139,10 +133,10 @@ func (a *askingTools) note(connector, name string, held bool, tool *Tool) {
 }
 
 // keyAndTool runs keyAndToolSQL for a tool that asked a person when last
-// read; for any other it reads what keyToolSQL reads, together with the
-// concurrent checks' (keyToolGroupSQL, readGrouped): an unknown or revoked key is refused
-// (errUnauthorized); found is false when there is no tool to check, and
-// facts is nil when they were not read.
+// read, and reads any other with the concurrent checks (keyToolGroupSQL,
+// readGrouped): an unknown or revoked key is refused (errUnauthorized);
+// found is false when there is no tool to check, and facts is nil when
+// they were not read.
 func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {
 	var r keyToolRow
 	held := d.asking.asks(req.Connector, req.Tool)

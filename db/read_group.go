@@ -14,7 +14,7 @@ import (
 
 // readGroups reads the first statement of concurrent checks together.
 // Most checks are of tools their policy allows, answered by one statement
-// (keyToolSQL) and nothing written. Each statement alone costs Postgres
+// (the key and the tool) and nothing written. Each statement alone costs Postgres
 // more to set up — bind, plan locks, the executor started on five index
 // scans, and a round trip — than it costs to run, and costs this instance
 // a write and a read on its connection. So a check waits in a queue, and a
@@ -101,9 +101,12 @@ type readEntry struct {
 	done chan error
 }
 
-// keyToolGroupSQL is keyToolSQL for many checks at once: one row for each
-// check ($1 … $8 are arrays, one element per check, numbered by ord) whose
-// key is live, with its tool's columns NULL when there is no tool to check.
+// keyToolGroupSQL authenticates the keys of many checks by their hashes and
+// reads the tool of each (checkToolSQL) in one statement: $1 … $8 are
+// arrays in checkToolSQL's order, one element per check, $3 the key's hash;
+// one row for each check whose key is live, numbered by ord, with the
+// tool's columns NULL for an unknown or retired tool or a call already
+// pending. It reads keyAndToolSQL's columns without the turn's facts.
 var keyToolGroupSQL = `SELECT r.ord, k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*
 	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 		WITH ORDINALITY AS r(connector, tool, key_hash, owner, conv, turn, call, digest, ord)
@@ -126,7 +129,7 @@ func replaceEach(s string, pairs ...string) string {
 	return out
 }
 
-// readGrouped reads keyToolSQL's row for one check with whatever else is
+// readGrouped reads keyToolGroupSQL's row for one check with whatever else is
 // queued: ok is false for a key that is not live.
 func (d *DB) readGrouped(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (keyToolRow, bool, error) {
 	e := &readEntry{ctx: ctx, hash: hash, req: req, dig: args.Digest, done: make(chan error, 1)}
@@ -179,11 +182,7 @@ func (d *DB) readQueued() {
 		if err != nil && len(live) > 1 && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 			// A value Postgres refused fails the whole statement: each
 			// check is read alone, so that only its own sender's fails.
-			for _, e := range live {
-				if err := e.ctx.Err(); err != nil {
-					e.done <- err
-					continue
-				}
+			for _, e := range stillAwaited(live) {
 				e.done <- d.readGroup([]*readEntry{e})
 			}
 			continue
@@ -220,7 +219,7 @@ func (d *DB) readGroup(group []*readEntry) error {
 	var ord int64
 	for rows.Next() {
 		var r keyToolRow
-		if err := rows.Scan(append([]any{&ord}, r.dest()[:23]...)...); err != nil {
+		if err := rows.Scan(append([]any{&ord}, r.keyToolDest()...)...); err != nil {
 			return err
 		}
 		if ord < 1 || ord > int64(n) || got[ord-1] != nil {
@@ -241,7 +240,7 @@ func (d *DB) readGroup(group []*readEntry) error {
 	return nil
 }
 
-// keyToolRow is a row of keyToolSQL or keyAndToolSQL: the key, and the
+// keyToolRow is a row of keyAndToolSQL or keyToolGroupSQL: the key, the
 // tool (NULL columns when there is none) and the turn's facts (NULL when
 // not read).
 type keyToolRow struct {
@@ -259,13 +258,18 @@ type keyToolRow struct {
 	facts                       turnFacts
 }
 
-// dest is where a row is scanned, in keyAndToolSQL's order: the first 23
-// are keyToolGroupSQL's after its ord.
-func (r *keyToolRow) dest() []any {
+// keyToolDest is where the key's and the tool's columns are scanned, in
+// keyAndToolSQL's order (keyToolGroupSQL's after its ord).
+func (r *keyToolRow) keyToolDest() []any {
 	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
-		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel,
-		&r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.approvedSame}
+		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel}
+}
+
+// dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
+// the turn's facts.
+func (r *keyToolRow) dest() []any {
+	return append(r.keyToolDest(), &r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.approvedSame)
 }
 
 // result is what the row says: found is false when there is no tool to

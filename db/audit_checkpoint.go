@@ -56,11 +56,6 @@ type Sealer struct {
 	DB     *DB
 	Signer *Signer // nil: no checkpoints
 	Log    *slog.Logger
-	// OnCheckpoint, when set, receives each checkpoint after its commit.
-	// Each checkpoint is also recorded as an audit.checkpoint event in the
-	// same transaction, which the webhooks subscribed to it receive, so that
-	// a copy outlives the database.
-	OnCheckpoint func(Checkpoint)
 }
 
 // RunSealer runs a Sealer without checkpoints every interval until ctx
@@ -126,9 +121,6 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (int, *Checkpoint, er
 	})
 	if err != nil {
 		return 0, nil, translate("seal audit", err)
-	}
-	if cp != nil && s.OnCheckpoint != nil {
-		s.OnCheckpoint(*cp)
 	}
 	return n, cp, nil
 }

@@ -29,9 +29,8 @@ func TestAuditCheckpointsCatchRewrite(t *testing.T) {
 	store, _ := testenv.OpenDB(t)
 	ctx := context.Background()
 	signer, pub, _ := testenv.AuditSigner(t)
-	var sent []db.Checkpoint
-	sealer := &db.Sealer{DB: store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnCheckpoint: func(c db.Checkpoint) { sent = append(sent, c) }}
+	var sent []db.Checkpoint // as SealOnce returned them
+	sealer := &db.Sealer{DB: store, Signer: signer, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for round := 0; round < 2; round++ {
 		record(t, store, 10, func(i int) approval.AuditEvent {
 			return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved", Tool: fmt.Sprint("t", i)}
@@ -39,9 +38,11 @@ func TestAuditCheckpointsCatchRewrite(t *testing.T) {
 		if err := store.SealAll(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := sealer.SealOnce(ctx, true); err != nil {
-			t.Fatal(err)
+		_, cp, err := sealer.SealOnce(ctx, true)
+		if err != nil || cp == nil {
+			t.Fatalf("checkpoint: %v %v", cp, err)
 		}
+		sent = append(sent, *cp)
 	}
 	if len(sent) != 2 || sent[0].Seq != 10 || sent[1].Seq != 20 || !sent[1].Verify(pub) {
 		t.Fatalf("checkpoints sent: %+v", sent)

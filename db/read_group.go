@@ -52,6 +52,16 @@ type GroupStats struct {
 	WriteGroups, Writes int64 // what checks record (writeGroups)
 }
 
+// Since is what was counted after then.
+func (s GroupStats) Since(then GroupStats) GroupStats {
+	return GroupStats{s.ReadGroups - then.ReadGroups, s.Reads - then.Reads, s.WriteGroups - then.WriteGroups, s.Writes - then.Writes}
+}
+
+// Plus is s and o counted together, as for several instances.
+func (s GroupStats) Plus(o GroupStats) GroupStats {
+	return GroupStats{s.ReadGroups + o.ReadGroups, s.Reads + o.Reads, s.WriteGroups + o.WriteGroups, s.Writes + o.Writes}
+}
+
 // GroupStats reads the counts so far.
 func (d *DB) GroupStats() GroupStats {
 	return GroupStats{ReadGroups: d.reads.stats.groups.Load(), Reads: d.reads.stats.checks.Load(),

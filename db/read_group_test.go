@@ -119,8 +119,8 @@ func TestChecksReadTogether(t *testing.T) {
 		}
 	}
 	after := f.store.GroupStats()
-	if groups, reads := after.ReadGroups-before.ReadGroups, after.Reads-before.Reads; groups != 2 || reads != 6 {
-		t.Fatalf("6 checks read by %d statements carrying %d, want 2 carrying 6", groups, reads)
+	if d := after.Since(before); d.ReadGroups != 2 || d.Reads != 6 {
+		t.Fatalf("6 checks read by %d statements carrying %d, want 2 carrying 6", d.ReadGroups, d.Reads)
 	}
 }
 
@@ -192,8 +192,8 @@ func TestGroupReadAnswersEachCheck(t *testing.T) {
 	}
 	after := f.store.GroupStats()
 	// The first alone, then the five still waiting together.
-	if groups, reads := after.ReadGroups-before.ReadGroups, after.Reads-before.Reads; groups != 2 || reads != 6 {
-		t.Fatalf("%d statements carrying %d checks, want 2 carrying 6", groups, reads)
+	if d := after.Since(before); d.ReadGroups != 2 || d.Reads != 6 {
+		t.Fatalf("%d statements carrying %d checks, want 2 carrying 6", d.ReadGroups, d.Reads)
 	}
 
 	// A value Postgres refuses fails its own check only: the group is read
@@ -217,8 +217,8 @@ func TestGroupReadAnswersEachCheck(t *testing.T) {
 	after = f.store.GroupStats()
 	// The first alone; the two together, refused (not counted); then each
 	// alone, the allowed one answered.
-	if groups, reads := after.ReadGroups-before.ReadGroups, after.Reads-before.Reads; groups != 2 || reads != 2 {
-		t.Fatalf("%d statements answered carrying %d checks, want 2 carrying 2", groups, reads)
+	if d := after.Since(before); d.ReadGroups != 2 || d.Reads != 2 {
+		t.Fatalf("%d statements answered carrying %d checks, want 2 carrying 2", d.ReadGroups, d.Reads)
 	}
 }
 
@@ -266,8 +266,8 @@ func TestGroupReadFailureFailsItsChecks(t *testing.T) {
 		t.Fatalf("a check after the failures: %v %+v", err, res.Outcome)
 	}
 	// Only the statement that answered counts.
-	if after := f.store.GroupStats(); after.ReadGroups-before.ReadGroups != 1 || after.Reads-before.Reads != 1 {
-		t.Fatalf("counted %d statements carrying %d checks, want 1 carrying 1", after.ReadGroups-before.ReadGroups, after.Reads-before.Reads)
+	if d := f.store.GroupStats().Since(before); d.ReadGroups != 1 || d.Reads != 1 {
+		t.Fatalf("counted %d statements carrying %d checks, want 1 carrying 1", d.ReadGroups, d.Reads)
 	}
 }
 
@@ -296,8 +296,8 @@ func TestGroupReadsAreBounded(t *testing.T) {
 		}
 	}
 	after := f.store.GroupStats()
-	if groups, reads := after.ReadGroups-before.ReadGroups, after.Reads-before.Reads; groups != 3 || reads != int64(n)+1 {
-		t.Fatalf("%d checks read by %d statements carrying %d, want 3 (1, %d, 2)", n+1, groups, reads, db.MaxGroupReads)
+	if d := after.Since(before); d.ReadGroups != 3 || d.Reads != int64(n)+1 {
+		t.Fatalf("%d checks read by %d statements carrying %d, want 3 (1, %d, 2)", n+1, d.ReadGroups, d.Reads, db.MaxGroupReads)
 	}
 
 	before = after
@@ -320,7 +320,7 @@ func TestGroupReadsAreBounded(t *testing.T) {
 	if res, err := f.keyCheck(ctx, raw, call("after", 0)); err != nil || res.Outcome.Verdict != approval.Allow {
 		t.Fatalf("a check after a group nobody waited for: %v %+v", err, res.Outcome)
 	}
-	if after := f.store.GroupStats(); after.ReadGroups-before.ReadGroups != 2 || after.Reads-before.Reads != 2 {
-		t.Fatalf("counted %d statements carrying %d checks, want 2 carrying 2", after.ReadGroups-before.ReadGroups, after.Reads-before.Reads)
+	if d := f.store.GroupStats().Since(before); d.ReadGroups != 2 || d.Reads != 2 {
+		t.Fatalf("counted %d statements carrying %d checks, want 2 carrying 2", d.ReadGroups, d.Reads)
 	}
 }

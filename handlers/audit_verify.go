@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"github.com/countersign/countersign/db"
 	"net/http"
 
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
 )

@@ -61,9 +61,7 @@ func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Du
 	}
 	stats := func() (sum db.GroupStats) {
 		for _, s := range stores {
-			g := s.GroupStats()
-			sum.ReadGroups, sum.Reads, sum.WriteGroups, sum.Writes = sum.ReadGroups+g.ReadGroups, sum.Reads+g.Reads,
-				sum.WriteGroups+g.WriteGroups, sum.Writes+g.Writes
+			sum = sum.Plus(s.GroupStats())
 		}
 		return sum
 	}
@@ -72,7 +70,7 @@ func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Du
 	three, err := measureRate(ctx, workers, d, func(ctx context.Context, w, i int) error {
 		return b.checkOnceAt(ctx, hc, bases[w%len(bases)], p, i)
 	})
-	groups := groupSizes(stats(), before)
+	groups := groupSizes(stats().Since(before))
 	samples, waits := stopSampling()
 	if err != nil {
 		return fmt.Errorf("three instances: %w", err)

@@ -31,18 +31,17 @@ type rateResult struct {
 	groups string // the checks' mean group sizes (groupSizes), if any
 }
 
-// groupSizes says how many checks the instance's group statements carried
-// on average between two readings (db.GroupStats).
-func groupSizes(now, then db.GroupStats) string {
+// groupSizes says how many group statements an instance sent in d (a
+// difference of db.GroupStats) and how many checks each carried on average.
+func groupSizes(d db.GroupStats) string {
 	per := func(checks, groups int64) string {
 		if groups == 0 {
 			return "none"
 		}
 		return fmt.Sprintf("%.1f checks each", float64(checks)/float64(groups))
 	}
-	return fmt.Sprintf("reads: %d statements, %s; writes: %d batches, %s", now.ReadGroups-then.ReadGroups,
-		per(now.Reads-then.Reads, now.ReadGroups-then.ReadGroups), now.WriteGroups-then.WriteGroups,
-		per(now.Writes-then.Writes, now.WriteGroups-then.WriteGroups))
+	return fmt.Sprintf("reads: %d statements, %s; writes: %d batches, %s", d.ReadGroups, per(d.Reads, d.ReadGroups),
+		d.WriteGroups, per(d.Writes, d.WriteGroups))
 }
 
 func (r rateResult) perSec() float64 { return float64(r.n) / r.el.Seconds() }
@@ -153,7 +152,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 		r, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
 			return b.checkOnce(ctx, hc, p, i)
 		})
-		r.groups = groupSizes(b.db.GroupStats(), before)
+		r.groups = groupSizes(b.db.GroupStats().Since(before))
 		return r, err
 	}
 	policy, err := check(paths[0])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/countersign/countersign/db"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/notify"
 	"github.com/countersign/countersign/web"

@@ -86,13 +86,20 @@ func (f *blockFixture) pending(t *testing.T, turn string) (db.Approval, db.Check
 // policy change does, until the caller ends the returned transaction.
 func (f *blockFixture) lockTool(t *testing.T) pgx.Tx {
 	t.Helper()
+	return f.holding(t, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID)
+}
+
+// holding runs sql in a transaction left open, which the test ends or its
+// cleanup rolls back, so that what sql locked stays locked until then.
+func (f *blockFixture) holding(t *testing.T, sql string, args ...any) pgx.Tx {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := f.store.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM tools WHERE id = $1 FOR UPDATE`, f.tool.ID); err != nil {
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
 		t.Fatal(err)
 	}
 	return tx

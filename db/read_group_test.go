@@ -15,16 +15,8 @@ import (
 // step of a check does, until the returned function is called.
 func holdReads(t *testing.T, f *blockFixture) (release func()) {
 	t.Helper()
-	ctx := context.Background()
-	tx, err := f.store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	if _, err := tx.Exec(ctx, `LOCK TABLE tools IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	return func() { _ = tx.Rollback(ctx) }
+	tx := f.holding(t, `LOCK TABLE tools IN ACCESS EXCLUSIVE MODE`)
+	return func() { _ = tx.Rollback(context.Background()) }
 }
 
 // waitingReads waits until n statements wait for the lock holdReads took.

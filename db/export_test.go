@@ -25,6 +25,9 @@ func (d *DB) OpenPendingGroupedUnder(ctx context.Context, key APIKey, req CheckR
 	return d.OpenPendingGroupedOnTheWay(ctx, key, req, tool, nil)
 }
 
+// OnTheWayCount is a check counted on its way to the group writer.
+type OnTheWayCount = onTheWay
+
 // OnTheWay counts a check on its way to the group writer, as a check of a
 // tool known to ask is counted.
 func (d *DB) OnTheWay() *onTheWay { return d.groups.onTheWay() }

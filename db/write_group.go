@@ -33,7 +33,9 @@ import (
 // race lost to an identical call); a check whose own write fails does not
 // run. Under light load a group is one check and costs what it did alone.
 // A writer about to write waits a moment (groupLinger at most) for the
-// checks this instance is handling that will likely write (onTheWay).
+// checks this instance is handling that will likely write (onTheWay), and
+// for as many checks as its last group held: under steady load the
+// runtimes that group answered come back together.
 type writeGroups struct {
 	mu      sync.Mutex
 	queue   []*groupEntry
@@ -41,6 +43,7 @@ type writeGroups struct {
 	coming  atomic.Int64  // checks on their way (onTheWay)
 	arrived chan struct{} // a check queued, or one on its way left
 	linger  time.Duration // groupLinger
+	last    int           // how many checks the last group took (under mu)
 	stats   groupStats
 }
 
@@ -145,6 +148,7 @@ func (d *DB) writeQueued() {
 		g.mu.Lock()
 		group := g.queue
 		g.queue = nil
+		g.last = len(group)
 		if len(group) == 0 {
 			g.writing = false
 			g.mu.Unlock()
@@ -198,16 +202,26 @@ func entryError(err error) bool {
 	return false
 }
 
-// awaitComing waits, at most its linger (groupLinger), while checks are on their way
-// (onTheWay): they would otherwise make the next group, and each group
-// costs a commit.
+// awaitComing waits, at most its linger (groupLinger), while checks are on
+// their way (onTheWay) or fewer checks are queued than the last group took:
+// they would otherwise make the next group, and each group costs a commit.
+// The wait starts when the last group was answered, so a writer whose
+// runtimes do not come back writes what it has one linger later.
 func (g *writeGroups) awaitComing() {
-	if g.coming.Load() == 0 {
+	short := func() bool {
+		if g.coming.Load() > 0 {
+			return true
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) < g.last
+	}
+	if !short() {
 		return
 	}
 	t := time.NewTimer(g.linger)
 	defer t.Stop()
-	for g.coming.Load() > 0 {
+	for short() {
 		select {
 		case <-g.arrived:
 		case <-t.C:

@@ -320,41 +320,85 @@ func TestGroupRefusalsStayWithTheirCheck(t *testing.T) {
 // not only when the writer's wait runs out.
 func TestGroupWaitsForChecksOnTheWay(t *testing.T) {
 	f := newBlockFixture(t)
-	ctx := context.Background()
 	f.store.SetGroupLinger(time.Minute)
 	queuing, leaving := f.store.OnTheWay(), f.store.OnTheWay()
 	t.Cleanup(func() { queuing.Leave(); leaving.Leave() })
-	type answer struct {
-		res db.CheckResult
-		err error
+	first := f.openGrouped(t, "first", nil)
+	notWritten(t, "alone", first)
+	second := f.openGrouped(t, "second", queuing)
+	notWritten(t, "with one still on its way", first, second)
+	leaving.Leave()
+	if n := f.transactions(t, written(t, first, second)...); n != 1 {
+		t.Fatalf("the two checks were written in %d transactions, want one", n)
 	}
-	open := func(call string, way func(context.Context, db.APIKey, db.CheckRequest, db.Tool) (db.CheckResult, error)) <-chan answer {
-		ch := make(chan answer, 1)
-		go func() {
-			res, err := way(ctx, f.key, f.groupRequest(call), f.tool)
-			ch <- answer{res, err}
-		}()
-		return ch
+}
+
+// After a group, the writer waits, at most its linger, until as many
+// checks are queued as that group took: a check that arrives alone waits
+// for the next, and both are written in one transaction; once no more
+// come, a check alone is written after the linger.
+func TestGroupWaitsForAsManyAsItsLast(t *testing.T) {
+	f := newBlockFixture(t)
+	f.store.SetGroupLinger(time.Minute)
+	way := f.store.OnTheWay()
+	t.Cleanup(way.Leave)
+	first := f.openGrouped(t, "first", nil)
+	second := f.openGrouped(t, "second", way)
+	if n := f.transactions(t, written(t, first, second)...); n != 1 {
+		t.Fatalf("the first two checks were written in %d transactions, want one", n)
 	}
-	notYet := func(what string, chs ...<-chan answer) {
-		t.Helper()
-		for _, ch := range chs {
-			select {
-			case a := <-ch:
-				t.Fatalf("%s: written while checks were on their way (%v)", what, a.err)
-			case <-time.After(200 * time.Millisecond):
-			}
+	third := f.openGrouped(t, "third", nil)
+	notWritten(t, "alone after a group of two", third)
+	fourth := f.openGrouped(t, "fourth", nil)
+	if n := f.transactions(t, written(t, third, fourth)...); n != 1 {
+		t.Fatalf("the third and fourth checks were written in %d transactions, want one", n)
+	}
+
+	bounded := newBlockFixture(t)
+	bounded.store.SetGroupLinger(300 * time.Millisecond)
+	way = bounded.store.OnTheWay()
+	t.Cleanup(way.Leave)
+	first = bounded.openGrouped(t, "first", nil)
+	second = bounded.openGrouped(t, "second", way)
+	written(t, first, second)
+	written(t, bounded.openGrouped(t, "alone", nil))
+}
+
+type groupedAnswer struct {
+	res db.CheckResult
+	err error
+}
+
+// openGrouped starts a pending check of call through the group writer,
+// counted on its way by way (nil: not counted).
+func (f *blockFixture) openGrouped(t *testing.T, call string, way *db.OnTheWayCount) <-chan groupedAnswer {
+	t.Helper()
+	ch := make(chan groupedAnswer, 1)
+	go func() {
+		res, err := f.store.OpenPendingGroupedOnTheWay(context.Background(), f.key, f.groupRequest(call), f.tool, way)
+		ch <- groupedAnswer{res, err}
+	}()
+	return ch
+}
+
+// notWritten fails if any of chs is answered within 200 ms.
+func notWritten(t *testing.T, what string, chs ...<-chan groupedAnswer) {
+	t.Helper()
+	for _, ch := range chs {
+		select {
+		case a := <-ch:
+			t.Fatalf("%s: written too early (%v)", what, a.err)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	first := open("first", f.store.OpenPendingGroupedUnder)
-	notYet("alone", first)
-	second := open("second", func(ctx context.Context, k db.APIKey, r db.CheckRequest, tool db.Tool) (db.CheckResult, error) {
-		return f.store.OpenPendingGroupedOnTheWay(ctx, k, r, tool, queuing)
-	})
-	notYet("with one still on its way", first, second)
-	leaving.Leave()
+}
+
+// written waits for each of chs to be answered with an item and returns
+// the items' ids.
+func written(t *testing.T, chs ...<-chan groupedAnswer) []string {
+	t.Helper()
 	var ids []string
-	for _, ch := range []<-chan answer{first, second} {
+	for _, ch := range chs {
 		select {
 		case a := <-ch:
 			if a.err != nil || a.res.Approval == nil {
@@ -362,16 +406,22 @@ func TestGroupWaitsForChecksOnTheWay(t *testing.T) {
 			}
 			ids = append(ids, a.res.Approval.ID)
 		case <-time.After(10 * time.Second):
-			t.Fatal("not written once no check was on its way")
+			t.Fatal("never written")
 		}
 	}
-	var xids int
-	if err := f.store.Pool.QueryRow(ctx, `SELECT count(DISTINCT xid) FROM audit_events WHERE approval_id = ANY($1)`, ids).Scan(&xids); err != nil {
+	return ids
+}
+
+// transactions is how many transactions wrote the audit lines of the
+// items ids.
+func (f *blockFixture) transactions(t *testing.T, ids ...string) int {
+	t.Helper()
+	var n int
+	if err := f.store.Pool.QueryRow(context.Background(), `SELECT count(DISTINCT xid) FROM audit_events WHERE approval_id = ANY($1)`,
+		ids).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if xids != 1 {
-		t.Fatalf("the two checks were written in %d transactions, want one", xids)
-	}
+	return n
 }
 
 // A runtime's check of a tool that asks is counted on its way to the

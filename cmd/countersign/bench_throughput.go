@@ -174,7 +174,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	// Three instances run the same path next, on the database as one
 	// instance left it: before the pending run adds thousands of waiting
 	// items that both would otherwise not have seen alike.
-	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, stdout); err != nil {
+	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, func() (rateResult, error) { return check(paths[1]) }, stdout); err != nil {
 		return err
 	}
 	stopSampling = b.sampleWaits(ctx)

@@ -58,6 +58,13 @@ func (d *DB) OpenPendingGroupedOnTheWay(ctx context.Context, key APIKey, req Che
 // facts in its first statement (keyAndToolSQL).
 func (d *DB) ReadsFactsFirst(connector, tool string) bool { return d.asking.asks(connector, tool) }
 
+// WritesQueued is how many checks wait in the group writer's queue.
+func (d *DB) WritesQueued() int {
+	d.groups.mu.Lock()
+	defer d.groups.mu.Unlock()
+	return len(d.groups.queue)
+}
+
 // Coming is how many checks are counted on their way to the group writer.
 func (d *DB) Coming() int64 { return d.groups.coming.Load() }
 

@@ -34,8 +34,9 @@ import (
 // run. Under light load a group is one check and costs what it did alone.
 // A writer about to write waits a moment (groupLinger at most) for the
 // checks this instance is handling that will likely write (onTheWay), and
-// for as many checks as its last group held: under steady load the
-// runtimes that group answered come back together.
+// for as many checks as its last group took, unless its last wait for them
+// ran out: under steady load the runtimes that group answered come back
+// together.
 type writeGroups struct {
 	mu      sync.Mutex
 	queue   []*groupEntry
@@ -43,7 +44,8 @@ type writeGroups struct {
 	coming  atomic.Int64  // checks on their way (onTheWay)
 	arrived chan struct{} // a check queued, or one on its way left
 	linger  time.Duration // groupLinger
-	last    int           // how many checks the last group took (under mu)
+	last    int           // how many live checks the last group took (under mu)
+	ranOut  bool          // the last wait for them ended at the linger (under mu)
 	stats   groupStats
 }
 
@@ -54,8 +56,9 @@ type writeGroups struct {
 // under way costs less per check than one written without them. Under
 // load, the runtimes a group answered take a millisecond or more to come
 // back; 4 ms let three instances' groups reach nearly every runtime of
-// each (5 checks of 5.3), where 2 ms made groups of 4. A lone runtime
-// never waits: its next check is as many as its last group. Only the
+// each (5 checks of 5.3), where 2 ms made groups of 4. A lone runtime's
+// next check is as many as its last group, so it does not wait; after a
+// burst, a check waits for others at most once (awaitComing). Only the
 // writes wait: a check of a tool its policy allows writes nothing and is
 // never counted.
 const groupLinger = 4 * time.Millisecond
@@ -153,9 +156,10 @@ func (d *DB) writeQueued() {
 		g.mu.Lock()
 		group := g.queue
 		g.queue = nil
-		g.last = len(group)
 		if len(group) == 0 {
-			g.writing = false
+			// The next check starts a writer that waits only for the
+			// checks on their way.
+			g.writing, g.last = false, 0
 			g.mu.Unlock()
 			return
 		}
@@ -164,6 +168,9 @@ func (d *DB) writeQueued() {
 		// not written: nothing would answer it, and a prompt nobody waits
 		// for must not appear.
 		live := stillAwaited(group)
+		g.mu.Lock()
+		g.last = len(live)
+		g.mu.Unlock()
 		if len(live) == 0 {
 			continue
 		}
@@ -210,26 +217,42 @@ func entryError(err error) bool {
 // awaitComing waits, at most its linger (groupLinger), while checks are on
 // their way (onTheWay) or fewer checks are queued than the last group took:
 // they would otherwise make the next group, and each group costs a commit.
-// The wait starts when the last group was answered, so a writer whose
-// runtimes do not come back writes what it has one linger later.
+// A writer waits from when it answered its last group, or from its start.
+// When a wait for the last group's size runs out, the runtimes did not
+// come back (a burst has passed, or checks arrive one by one): the next
+// group waits only for the checks on their way, and the one after that
+// for that group's size again. So a check waits for others at most one
+// linger, and no longer than its group keeps filling.
 func (g *writeGroups) awaitComing() {
-	short := func() bool {
-		if g.coming.Load() > 0 {
-			return true
-		}
+	g.mu.Lock()
+	want := g.last
+	if g.ranOut {
+		want = 0
+	}
+	g.ranOut = false
+	g.mu.Unlock()
+	short := func() (coming, fewer bool) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		return len(g.queue) < g.last
+		return g.coming.Load() > 0, len(g.queue) < want
 	}
-	if !short() {
+	if coming, fewer := short(); !coming && !fewer {
 		return
 	}
 	t := time.NewTimer(g.linger)
 	defer t.Stop()
-	for short() {
+	for {
 		select {
 		case <-g.arrived:
 		case <-t.C:
+			if _, fewer := short(); fewer {
+				g.mu.Lock()
+				g.ranOut = true
+				g.mu.Unlock()
+			}
+			return
+		}
+		if coming, fewer := short(); !coming && !fewer {
 			return
 		}
 	}

@@ -335,14 +335,14 @@ func TestGroupWaitsForChecksOnTheWay(t *testing.T) {
 
 // After a group, the writer waits, at most its linger, until as many
 // checks are queued as that group took: a check that arrives alone waits
-// for the next, and both are written in one transaction; once no more
-// come, a check alone is written after the linger.
+// for the next, and both are written in one transaction.
 func TestGroupWaitsForAsManyAsItsLast(t *testing.T) {
 	f := newBlockFixture(t)
 	f.store.SetGroupLinger(time.Minute)
 	way := f.store.OnTheWay()
 	t.Cleanup(way.Leave)
 	first := f.openGrouped(t, "first", nil)
+	f.awaitQueued(t, 1)
 	second := f.openGrouped(t, "second", way)
 	if n := f.transactions(t, written(t, first, second)...); n != 1 {
 		t.Fatalf("the first two checks were written in %d transactions, want one", n)
@@ -353,15 +353,37 @@ func TestGroupWaitsForAsManyAsItsLast(t *testing.T) {
 	if n := f.transactions(t, written(t, third, fourth)...); n != 1 {
 		t.Fatalf("the third and fourth checks were written in %d transactions, want one", n)
 	}
+}
 
-	bounded := newBlockFixture(t)
-	bounded.store.SetGroupLinger(300 * time.Millisecond)
-	way = bounded.store.OnTheWay()
-	t.Cleanup(way.Leave)
-	first = bounded.openGrouped(t, "first", nil)
-	second = bounded.openGrouped(t, "second", way)
-	written(t, first, second)
-	written(t, bounded.openGrouped(t, "alone", nil))
+// A wait for the last group's size ends at the linger with what came, and
+// then the next group does not wait for that size: once the runtimes stop
+// coming back, a check waits for others at most once.
+func TestGroupWaitRunsOutOnce(t *testing.T) {
+	const linger = 3 * time.Second
+	f := newBlockFixture(t)
+	f.store.SetGroupLinger(linger)
+	ways := []*db.OnTheWayCount{f.store.OnTheWay(), f.store.OnTheWay()}
+	t.Cleanup(func() { ways[0].Leave(); ways[1].Leave() })
+	a := f.openGrouped(t, "a", nil)
+	f.awaitQueued(t, 1)
+	b, c := f.openGrouped(t, "b", ways[0]), f.openGrouped(t, "c", ways[1])
+	if n := f.transactions(t, written(t, a, b, c)...); n != 1 {
+		t.Fatalf("a group of three was written in %d transactions, want one", n)
+	}
+	// Two of the three come back; the wait for three runs out.
+	d := f.openGrouped(t, "d", nil)
+	f.awaitQueued(t, 1)
+	e := f.openGrouped(t, "e", nil)
+	if n := f.transactions(t, written(t, d, e)...); n != 1 {
+		t.Fatalf("the two that came back were written in %d transactions, want one", n)
+	}
+	// The next check does not wait for two: it is written at once, not a
+	// linger later.
+	start := time.Now()
+	written(t, f.openGrouped(t, "alone", nil))
+	if took := time.Since(start); took >= linger*2/3 {
+		t.Fatalf("a check after a wait that ran out waited %s for others", took)
+	}
 }
 
 type groupedAnswer struct {
@@ -379,6 +401,17 @@ func (f *blockFixture) openGrouped(t *testing.T, call string, way *db.OnTheWayCo
 		ch <- groupedAnswer{res, err}
 	}()
 	return ch
+}
+
+// awaitQueued waits until n checks are queued for the group writer.
+func (f *blockFixture) awaitQueued(t *testing.T, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); f.store.WritesQueued() < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d checks queued for the writer, want %d", f.store.WritesQueued(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // notWritten fails if any of chs is answered within 200 ms.

@@ -222,7 +222,7 @@ func entryError(err error) bool {
 // come back (a burst has passed, or checks arrive one by one): the next
 // group waits only for the checks on their way, and the one after that
 // for that group's size again. So a check waits for others at most one
-// linger, and no longer than its group keeps filling.
+// linger, and after a burst only one group waits in vain.
 func (g *writeGroups) awaitComing() {
 	g.mu.Lock()
 	want := g.last

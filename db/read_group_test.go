@@ -52,10 +52,15 @@ func newReadFixture(t *testing.T) (*blockFixture, string) {
 // queued waits until n checks wait for the next group read.
 func queued(t *testing.T, store *db.DB, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for store.ReadsQueued() != n {
+	awaitCount(t, "checks queued for the next read", store.ReadsQueued, n)
+}
+
+// awaitCount waits until count gives n, for 10 s at most.
+func awaitCount(t *testing.T, what string, count func() int, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); count() != n; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d checks queued for the next read, want %d", store.ReadsQueued(), n)
+			t.Fatalf("%d %s, want %d", count(), what, n)
 		}
 		time.Sleep(time.Millisecond)
 	}

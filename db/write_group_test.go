@@ -386,19 +386,14 @@ func TestGroupWaitRunsOutOnce(t *testing.T) {
 	}
 }
 
-type groupedAnswer struct {
-	res db.CheckResult
-	err error
-}
-
 // openGrouped starts a pending check of call through the group writer,
 // counted on its way by way (nil: not counted).
-func (f *blockFixture) openGrouped(t *testing.T, call string, way *db.OnTheWayCount) <-chan groupedAnswer {
+func (f *blockFixture) openGrouped(t *testing.T, call string, way *db.OnTheWayCount) chan checkAnswer {
 	t.Helper()
-	ch := make(chan groupedAnswer, 1)
+	ch := make(chan checkAnswer, 1)
 	go func() {
 		res, err := f.store.OpenPendingGroupedOnTheWay(context.Background(), f.key, f.groupRequest(call), f.tool, way)
-		ch <- groupedAnswer{res, err}
+		ch <- checkAnswer{res, err}
 	}()
 	return ch
 }
@@ -406,16 +401,11 @@ func (f *blockFixture) openGrouped(t *testing.T, call string, way *db.OnTheWayCo
 // awaitQueued waits until n checks are queued for the group writer.
 func (f *blockFixture) awaitQueued(t *testing.T, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); f.store.WritesQueued() < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d checks queued for the writer, want %d", f.store.WritesQueued(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitCount(t, "checks queued for the writer", f.store.WritesQueued, n)
 }
 
 // notWritten fails if any of chs is answered within 200 ms.
-func notWritten(t *testing.T, what string, chs ...<-chan groupedAnswer) {
+func notWritten(t *testing.T, what string, chs ...chan checkAnswer) {
 	t.Helper()
 	for _, ch := range chs {
 		select {
@@ -428,19 +418,15 @@ func notWritten(t *testing.T, what string, chs ...<-chan groupedAnswer) {
 
 // written waits for each of chs to be answered with an item and returns
 // the items' ids.
-func written(t *testing.T, chs ...<-chan groupedAnswer) []string {
+func written(t *testing.T, chs ...chan checkAnswer) []string {
 	t.Helper()
 	var ids []string
 	for _, ch := range chs {
-		select {
-		case a := <-ch:
-			if a.err != nil || a.res.Approval == nil {
-				t.Fatalf("%v %+v", a.err, a.res)
-			}
-			ids = append(ids, a.res.Approval.ID)
-		case <-time.After(10 * time.Second):
-			t.Fatal("never written")
+		a := answer(t, ch)
+		if a.err != nil || a.res.Approval == nil {
+			t.Fatalf("%v %+v", a.err, a.res)
 		}
+		ids = append(ids, a.res.Approval.ID)
 	}
 	return ids
 }

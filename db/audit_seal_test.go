@@ -92,3 +92,77 @@ func TestAuditSealOnlyChange(t *testing.T) {
 		t.Fatal("a sealed event was deleted")
 	}
 }
+
+// A sealer's connection lives long, and its first seals ran on a nearly
+// empty table. A seal on the grown table still looks its events up by id:
+// it does not scan the whole table, as a plan kept from those first seals
+// would.
+func TestAuditSealPlannedForTheTableItSeals(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	conn, err := store.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	insert := func(n int) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, `INSERT INTO audit_events (actor_kind, action)
+			SELECT 'system', 'bulk-' || g FROM generate_series(1, $1) g`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seal := func() int64 {
+		t.Helper()
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT audit_seal(10000)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Plans kept for a session are chosen after five runs.
+	for range 8 {
+		insert(3)
+		if n := seal(); n != 3 {
+			t.Fatalf("sealed %d of 3", n)
+		}
+	}
+	insert(20000)
+	for range 2 {
+		if n := seal(); n != 10000 {
+			t.Fatalf("sealed %d of 10000", n)
+		}
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO audit_events (actor_kind, action) SELECT 'system', 'last-' || g FROM generate_series(1, 20) g`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx, err = conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var n, scans int64
+	if err := tx.QueryRow(ctx, `SELECT audit_seal(10000)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_numscans('audit_events'::regclass)`).Scan(&scans); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 || scans != 0 {
+		t.Fatalf("sealed %d of 20 with %d scans of the whole table; want none", n, scans)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 8*3+20000+20 {
+		t.Fatalf("after the seals: %+v %v", r, err)
+	}
+}

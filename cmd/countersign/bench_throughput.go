@@ -92,6 +92,30 @@ func measureRate(ctx context.Context, workers int, d time.Duration, op runOnce) 
 	return run(d, true)
 }
 
+// alternations is how many turns each of two alternated measurements
+// takes (alternate).
+const alternations = 4
+
+// alternate measures a and b in turns, slices times each for d/slices,
+// and returns each one's slices together: both see the machine as it is
+// during the same seconds, so its drift falls on both alike.
+func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce) (ra, rb rateResult, err error) {
+	add := func(sum *rateResult, op runOnce) error {
+		r, err := measureRate(ctx, workers, d/time.Duration(slices), op)
+		sum.n, sum.el, sum.lat = sum.n+r.n, sum.el+r.el, append(sum.lat, r.lat...)
+		return err
+	}
+	for range slices {
+		if err := add(&ra, a); err != nil {
+			return ra, rb, err
+		}
+		if err := add(&rb, b); err != nil {
+			return ra, rb, err
+		}
+	}
+	return ra, rb, nil
+}
+
 // throughput measures, in one run, the floors (the HTTP stack alone,
 // Postgres commits alone, commits with NOTIFY) and the check's three paths
 // against them, each with concurrent runtimes.
@@ -131,11 +155,12 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 		return fmt.Errorf("commits: %w", err)
 	}
 	row("single-row INSERT commits (Postgres alone)", commits, "floor")
-	notifies, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+	notify := func(ctx context.Context, _, i int) error {
 		_, err := floors.Exec(ctx, `WITH i AS (INSERT INTO bench_commits (v) VALUES ($1) RETURNING id)
 			SELECT pg_notify('countersign_bench', id::text) FROM i`, strconv.Itoa(i))
 		return err
-	})
+	}
+	notifies, err := measureRate(ctx, workers, d, notify)
 	if err != nil {
 		return fmt.Errorf("commits with notify: %w", err)
 	}
@@ -177,15 +202,25 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, func() (rateResult, error) { return check(paths[1]) }, stdout); err != nil {
 		return err
 	}
+	// The pending run is compared with the NOTIFY floor measured in turns
+	// with it, a second at a time: this machine's rates drift by a fifth
+	// within a minute, and the floor at the run's start was measured a
+	// minute earlier.
 	stopSampling = b.sampleWaits(ctx)
-	pending, err := check(paths[2])
+	before := b.db.GroupStats()
+	pending, notifiesAlong, err := alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
+		return b.checkOnce(ctx, hc, paths[2], i)
+	}, notify)
+	pending.groups = groupSizes(b.db.GroupStats().Since(before))
 	pSamples, pWaits := stopSampling()
 	window := stopUnsealed()
 	if err != nil {
 		return fmt.Errorf("creating a pending item: %w", err)
 	}
-	nr := pending.perSec() / notifies.perSec()
+	nr := pending.perSec() / notifiesAlong.perSec()
 	row("check creating a pending item", pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.50×)", nr, verdict(nr >= 0.50)))
+	fmt.Fprintf(stdout, "  %-44s commits+NOTIFY %.0f/s in turns with it, %d×%s each (%.0f/s at the start)\n", "",
+		notifiesAlong.perSec(), alternations, d/alternations, notifies.perSec())
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
 	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
 	fmt.Fprintf(stdout, "  busy backends, pending run (%d samples): %s\n", pSamples, topWaits(pWaits, 6))

@@ -98,8 +98,10 @@ const alternations = 4
 
 // alternate measures a and b in turns, slices times each for d/slices,
 // and returns each one's slices together: both see the machine as it is
-// during the same seconds, so its drift falls on both alike.
-func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce) (ra, rb rateResult, err error) {
+// during the same seconds, so its drift falls on both alike. After each
+// turn of a, settle waits for the work a left behind (sealing its audit
+// lines, planning its notifications), so that b's turn does not carry it.
+func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce, settle func(context.Context) error) (ra, rb rateResult, err error) {
 	add := func(sum *rateResult, op runOnce) error {
 		r, err := measureRate(ctx, workers, d/time.Duration(slices), op)
 		sum.n, sum.el, sum.lat = sum.n+r.n, sum.el+r.el, append(sum.lat, r.lat...)
@@ -109,11 +111,33 @@ func alternate(ctx context.Context, workers int, d time.Duration, slices int, a,
 		if err := add(&ra, a); err != nil {
 			return ra, rb, err
 		}
+		if err := settle(ctx); err != nil {
+			return ra, rb, err
+		}
 		if err := add(&rb, b); err != nil {
 			return ra, rb, err
 		}
 	}
 	return ra, rb, nil
+}
+
+// settled waits until every audit line is sealed and every outbox event
+// planned: what a measurement leaves for the background to do.
+func (b *benchServer) settled(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		var busy bool
+		err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_events WHERE seq IS NULL)
+			OR EXISTS (SELECT 1 FROM notification_events WHERE planned_at IS NULL)`).Scan(&busy)
+		if err != nil {
+			return fmt.Errorf("waiting for the sealer and the notifications: %w", err)
+		}
+		if !busy {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // throughput measures, in one run, the floors (the HTTP stack alone,
@@ -210,7 +234,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	before := b.db.GroupStats()
 	pending, notifiesAlong, err := alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
 		return b.checkOnce(ctx, hc, paths[2], i)
-	}, notify)
+	}, notify, b.settled)
 	pending.groups = groupSizes(b.db.GroupStats().Since(before))
 	pSamples, pWaits := stopSampling()
 	window := stopUnsealed()

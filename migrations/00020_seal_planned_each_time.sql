@@ -6,7 +6,8 @@
 -- table until autovacuum's next ANALYZE. Planned with the table's current
 -- size, a seal looks its events up by id. The write-back also touches only
 -- unsealed rows, which lets the planner read them from the index of
--- unsealed events.
+-- unsealed events, and fails the seal if any of its lines was sealed
+-- meanwhile.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION audit_seal(max_events INT) RETURNS BIGINT
 LANGUAGE plpgsql
@@ -21,6 +22,7 @@ DECLARE
     hashes TEXT[] := '{}';
     first_seq BIGINT;
     first_hash TEXT;
+    written BIGINT;
 BEGIN
     IF NOT pg_try_advisory_xact_lock(6582955728264977263) THEN
         RETURN -1;
@@ -48,6 +50,12 @@ BEGIN
            prev_hash = COALESCE(hashes[u.n - 1], first_hash)
       FROM unnest(ids, hashes) WITH ORDINALITY AS u(id, hash, n)
      WHERE e.id = u.id AND e.seq IS NULL;
+    -- Only a sealer holding the lock seals; a line sealed meanwhile would
+    -- mean two chains.
+    GET DIAGNOSTICS written = ROW_COUNT;
+    IF written <> cardinality(ids) THEN
+        RAISE EXCEPTION 'audit_seal: % of % events were still unsealed', written, cardinality(ids);
+    END IF;
     RETURN cardinality(ids);
 END;
 $$;

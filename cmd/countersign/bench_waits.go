@@ -9,8 +9,9 @@ import (
 )
 
 // sampleWaits samples, every 5 ms until the returned stop is called, what
-// this database's busy backends wait on; stop returns the samples taken and
-// the counts per wait (advisory lock waits included).
+// this database's busy backends wait on, the floors' connections left out;
+// stop returns the samples taken and the counts per wait (advisory lock
+// waits included).
 func (b *benchServer) sampleWaits(ctx context.Context) func() (int, map[string]int) {
 	ctx, cancel := context.WithCancel(ctx)
 	waits := map[string]int{}
@@ -19,7 +20,8 @@ func (b *benchServer) sampleWaits(ctx context.Context) func() (int, map[string]i
 		samples := 0
 		for ctx.Err() == nil {
 			rows, err := b.db.Pool.Query(ctx, `SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity
-				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
+				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+				AND application_name <> $1`, floorApp)
 			if err == nil {
 				for rows.Next() {
 					var w string

@@ -245,11 +245,9 @@ func (g *writeGroups) awaitComing() {
 		select {
 		case <-g.arrived:
 		case <-t.C:
-			if _, fewer := short(); fewer {
-				g.mu.Lock()
-				g.ranOut = true
-				g.mu.Unlock()
-			}
+			g.mu.Lock()
+			g.ranOut = len(g.queue) < want
+			g.mu.Unlock()
 			return
 		}
 		if coming, fewer := short(); !coming && !fewer {

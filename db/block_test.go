@@ -61,6 +61,16 @@ func (f *blockFixture) runtimeKey(t *testing.T) string {
 	return raw
 }
 
+// keyOf is the key a runtime sends as raw.
+func (f *blockFixture) keyOf(t *testing.T, raw string) db.APIKey {
+	t.Helper()
+	key, err := f.store.AuthenticateAPIKey(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 // keyCheck runs req as a runtime's check sent with raw, by the fixture's
 // user in conversation "conv" of the "mail" connector.
 func (f *blockFixture) keyCheck(ctx context.Context, raw string, req db.CheckRequest) (db.CheckResult, error) {

@@ -128,7 +128,7 @@ func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args appro
 	if err != nil {
 		return CheckResult{}, translate("check", err)
 	}
-	if res.Outcome.Verdict == approval.Deny {
+	if res.Outcome.Verdict == approval.Deny && res.Message == "" {
 		res.Message = approval.Message(res.Outcome.Code, approval.MessageInput{Tool: res.Tool.DisplayName, Playbook: res.Playbook})
 	}
 	return res, nil
@@ -175,6 +175,16 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		res.Outcome = approval.Evaluate(in)
 		if req.PlaybookRunID != "" {
 			return recordRunOutcome(ctx, tx, key, req, tool, playbookID, res.Outcome)
+		}
+		// The same call sent again after its item ended without running — a
+		// runtime whose first answer was lost — gets that end (the
+		// reviewer's reason included), not a second prompt about a call
+		// already answered.
+		if res.Outcome.Verdict == approval.Pending {
+			if a, ok, err := findEndedCall(ctx, tx, key, req, tool.ID, args.Digest); err != nil || ok {
+				res.Outcome, res.Approval, res.Message = approval.Outcome{Verdict: approval.Deny, Code: a.Code()}, &a, a.Message()
+				return err
+			}
 		}
 		if res.Outcome.Verdict == approval.Pending && req.AttachToPending {
 			if err := holdToolPolicy(ctx, tx, tool); err != nil {
@@ -277,6 +287,26 @@ func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckReques
 		return Approval{}, false, err
 	}
 	return list[0], true, nil
+}
+
+// findEndedCall finds the newest item of the very call (same key, owner,
+// conversation, turn, call id, tool and arguments) when it ended without
+// running: rejected, expired or cancelled. An item used by its claim is not
+// an answer to give again: the same call sent after it is a new question.
+func findEndedCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, toolID int64, digest string) (Approval, bool, error) {
+	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
+		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.turn_id = $4 AND a.call_id = $5
+		  AND a.tool_id = $6 AND a.arguments_digest = $7 AND a.status <> 'pending'
+		ORDER BY a.created_at DESC LIMIT 1`,
+		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, toolID, digest))
+	if err != nil || len(list) == 0 {
+		return Approval{}, false, err
+	}
+	switch list[0].Status {
+	case approval.StatusRejected, approval.StatusExpired, approval.StatusCancelled:
+		return list[0], true, nil
+	}
+	return Approval{}, false, nil
 }
 
 // recordRunOutcome audits what an unattended run was allowed through its

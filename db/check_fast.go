@@ -16,14 +16,16 @@ import (
 
 // turnFactsSQL reads what the decision order needs beyond the tool's
 // policy: the rejections of these arguments in this turn since their last
-// approval (expiries do not count), and the newest valid standing grant for
+// approval (expiries do not count); the newest valid standing grant for
 // this conversation and for every conversation — not revoked, given under
 // the policy version read, not past its end, and only while the tool offers
-// standing approval; and whether the same call (same key, call id and
-// arguments) was approved and not yet used. $1 user, $2 conversation, $3
-// turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
-// standing approval offered, $8 API key id, $9 call id (as turnFactsSQL
-// names them; keyAndToolSQL fills them from its own row).
+// standing approval; and whether the very call (same key, call id and
+// arguments) has an item a retry must get rather than a second prompt:
+// approved and not yet used, or ended without running (rejected, expired,
+// cancelled). $1 user, $2 conversation, $3 turn, $4 the arguments' digest,
+// $5 tool id, $6 policy version, $7 standing approval offered, $8 API key
+// id, $9 call id (as turnFactsSQL names them; keyAndToolSQL fills them from
+// its own row).
 const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
 		WHERE r.owner_subject = {user} AND r.conversation_id = {conv} AND r.turn_id = {turn} AND r.tool_id = {tool}
 		  AND r.arguments_digest = {digest} AND r.status = 'rejected'
@@ -33,7 +35,7 @@ const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
 	g.conversation_grant, g.always_grant,
 	EXISTS (SELECT 1 FROM approvals a WHERE a.api_key_id = {key} AND a.owner_subject = {user} AND a.conversation_id = {conv}
 		AND a.turn_id = {turn} AND a.call_id = {call} AND a.tool_id = {tool} AND a.arguments_digest = {digest}
-		AND a.status = 'approved' AND a.consumed_at IS NULL) AS approved_same
+		AND a.status IN ('approved', 'rejected', 'expired', 'cancelled')) AS same_call
 	FROM (SELECT max(id) FILTER (WHERE conversation_id = {conv}) AS conversation_grant,
 			max(id) FILTER (WHERE conversation_id IS NULL) AS always_grant
 		FROM standing_grants WHERE user_subject = {user} AND tool_id = {tool} AND revoked_at IS NULL AND policy_version = {version} AND {standing}
@@ -50,7 +52,7 @@ type turnFacts struct {
 	Rejections        int    `db:"rejections"`
 	ConversationGrant *int64 `db:"conversation_grant"`
 	AlwaysGrant       *int64 `db:"always_grant"`
-	ApprovedSame      bool   `db:"approved_same"`
+	SameCall          bool   `db:"same_call"`
 }
 
 // checkToolSQL reads the tool of a check outside a playbook run — known,
@@ -80,7 +82,7 @@ func mustReplace(s, old, new string) string {
 // only checks of tools known to ask run it (askingTools); the others are
 // read without the facts, together (keyToolGroupSQL).
 var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
-		f.rejections, f.conversation_grant, f.always_grant, f.approved_same
+		f.rejections, f.conversation_grant, f.always_grant, f.same_call
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
 	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
 	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
@@ -230,10 +232,10 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
 		res.Outcome = approval.Evaluate(in)
 	}
-	// A call that may join an earlier item, or whose very call was approved
-	// and not yet used (a retry whose first answer was lost), is answered
-	// in a transaction: it gets that item rather than a second prompt.
-	if res.Outcome.Verdict == approval.Pending && (req.AttachToPending || f.ApprovedSame) {
+	// A call that may join an earlier item, or whose very call was answered
+	// before (a retry whose first answer was lost), is answered in a
+	// transaction: it gets that item, or its end, rather than a second prompt.
+	if res.Outcome.Verdict == approval.Pending && (req.AttachToPending || f.SameCall) {
 		return CheckResult{}, false, nil
 	}
 	// What the outcome records is written with what concurrent checks

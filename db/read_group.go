@@ -264,7 +264,7 @@ type keyToolRow struct {
 	openWorld, standing, cdel   *bool
 	version                     *int32
 	rejections                  *int64
-	approvedSame                *bool
+	sameCall                    *bool
 	facts                       turnFacts
 }
 
@@ -279,7 +279,7 @@ func (r *keyToolRow) keyToolDest() []any {
 // dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
 // the turn's facts.
 func (r *keyToolRow) dest() []any {
-	return append(r.keyToolDest(), &r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.approvedSame)
+	return append(r.keyToolDest(), &r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.sameCall)
 }
 
 // result is what the row says: found is false when there is no tool to
@@ -288,9 +288,9 @@ func (r *keyToolRow) result() (tool Tool, found bool, facts *turnFacts) {
 	if r.id == nil {
 		return Tool{}, false, nil
 	}
-	if r.rejections != nil && r.approvedSame != nil {
+	if r.rejections != nil && r.sameCall != nil {
 		f := r.facts
-		f.Rejections, f.ApprovedSame = int(*r.rejections), *r.approvedSame
+		f.Rejections, f.SameCall = int(*r.rejections), *r.sameCall
 		facts = &f
 	}
 	tool = r.tool

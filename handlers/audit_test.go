@@ -41,11 +41,12 @@ func TestAuditScenario(t *testing.T) {
 	l.offerStanding(t, "mail", "delete_message")
 	decide(l.Member, l.pending(t, conv("c3", l.call("mail", "delete_message", args(4)))), "always") // requested, always allowed
 	l.check(t, conv("c4", l.call("mail", "delete_message", args(5))))                               // auto-approved by Always allow
-	rej := l.call("files", "delete_file", args(6))
+	// The model tries the same arguments again after each rejection: every
+	// try is a new call (a new call id), in the same turn.
 	for i := 0; i < 2; i++ {
-		decide(l.Member, l.pending(t, rej), "reject", "reason", marker+" not this file") // requested, rejected ×2
+		decide(l.Member, l.pending(t, l.call("files", "delete_file", args(6))), "reject", "reason", marker+" not this file") // requested, rejected ×2
 	}
-	l.check(t, rej)                                              // blocked after repeated rejections
+	l.check(t, l.call("files", "delete_file", args(6)))          // blocked after repeated rejections
 	exp := l.pending(t, l.call("files", "upload_file", args(7))) // requested
 	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET expires_at = now() WHERE id = $1`, exp)
 	_, _ = l.DB.Pool.Exec(ctx, `UPDATE standing_grants SET expires_at = now() WHERE conversation_id = 'c2'`)

@@ -165,7 +165,11 @@ func (c *Client) GateNotify(ctx context.Context, call Call, maxWait time.Duratio
 	case "allow":
 		return Outcome{Allowed: true, Via: res.Via}, nil
 	case "deny":
-		return notAllowed(call, res.Code, res.Message, "")
+		var id string
+		if res.Approval != nil {
+			id = res.Approval.ID // the call sent again: its earlier item's end
+		}
+		return notAllowed(call, res.Code, res.Message, id)
 	case "pending":
 		if res.Approval == nil || res.Approval.ID == "" {
 			return unavailable(call, ""), errors.New("countersign: pending answer without an approval")

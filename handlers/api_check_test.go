@@ -59,6 +59,31 @@ func TestCheck(t *testing.T) {
 			t.Fatal("another tool's call got this tool's item")
 		}
 	})
+	// A runtime whose answer was lost sends the same call again after the
+	// member rejected it: it learns the rejection and its reason, with the
+	// item, and the member is not asked again.
+	t.Run("SameCallAfterRejection", func(t *testing.T) {
+		c := l.call("mail", "send_email", `{"to":"reject@b.c"}`)
+		id := l.pending(t, c)
+		if status, _ := decide(l.Member, id, "reject", "reason", "not this one"); status != http.StatusSeeOther {
+			t.Fatal(status)
+		}
+		out := l.check(t, c)
+		a, _ := out["approval"].(map[string]any)
+		if out["decision"] != "deny" || out["code"] != "approval_denied" || !contains(fmt.Sprint(out["message"]), "not this one") ||
+			a == nil || a["id"] != id || a["status"] != "rejected" {
+			t.Fatal(out)
+		}
+		var items int
+		if err := l.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM approvals WHERE call_id = $1`, c["call_id"]).Scan(&items); err != nil || items != 1 {
+			t.Fatalf("items for the call: %d %v", items, err)
+		}
+		got, err := l.Client.Gate(context.Background(), client.Call{CallID: c["call_id"].(string), User: dev.DemoMember.Subject,
+			ConversationID: "conv-1", TurnID: "turn-1", Connector: "mail", Tool: "send_email", Arguments: `{"to":"reject@b.c"}`})
+		if err != nil || got.Allowed || got.Code != "approval_denied" || got.ApprovalID != id {
+			t.Fatalf("Gate: %+v %v", got, err)
+		}
+	})
 	t.Run("UnparseableArgumentsAsk", func(t *testing.T) {
 		id := l.pending(t, l.call("mail", "send_email", `{"to": [unclosed`))
 		a, err := l.DB.ApprovalForOwner(context.Background(), id, dev.DemoMember.Subject)

@@ -83,8 +83,10 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 		out.Via = string(res.Outcome.Via)
 	case approval.Deny:
 		out.Code, out.Message = string(res.Outcome.Code), res.Message
-	case approval.Pending:
-		a := res.Approval
+	}
+	// A pending answer names its item; so does a deny that is the end of
+	// this very call's earlier item (the call sent again).
+	if a := res.Approval; a != nil && res.Outcome.Verdict != approval.Allow {
 		out.Approval = &pendingJSON{ID: a.ID, CallID: a.CallID, Status: string(a.Status), URL: h.approvalURL(a.ID), ExpiresAt: a.ExpiresAt.UTC(), ExpiresInMS: a.ExpiresIn.Milliseconds(),
 			ArgumentsDigest: a.ArgumentsDigest, AvailableDecisions: a.AvailableDecisions}
 	}

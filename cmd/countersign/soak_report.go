@@ -26,6 +26,8 @@ type SoakReport struct {
 	StuckPending      int // pending past their cap + 5 s at the end
 	LateWaiters       int // answered later than cap + 5 s (outages excluded)
 	AuditMismatches   []string
+	LostDecisions     []string // what became of each decision that did not reach its waiter
+	ClaimAnswersLost  int      // approvals claimed whose claim's answer a fault cut off: the call did not run
 	Verify            db.ChainReport
 	Faults            []string
 	SlowestPastOutage time.Duration
@@ -46,6 +48,12 @@ func (r SoakReport) String() string {
 	}
 	fmt.Fprintf(&b, "  calls %d: allowed %d, refused %d, never answered %d\n", r.Calls, r.Allowed, r.Refused, r.Unanswered)
 	fmt.Fprintf(&b, "  decisions made %d, reached their waiter %d (lost %d)\n", r.Decisions, r.DecisionsReached, r.Decisions-r.DecisionsReached)
+	if r.ClaimAnswersLost > 0 {
+		fmt.Fprintf(&b, "  approvals claimed whose answer a fault cut off %d: those calls did not run (at most once; the runtime fails closed)\n", r.ClaimAnswersLost)
+	}
+	for _, l := range r.LostDecisions {
+		fmt.Fprintf(&b, "    lost: %s\n", l)
+	}
 	fmt.Fprintf(&b, "  double claims %d, runtimes that ran without a claim %d\n", r.DoubleClaims, r.RanWithoutClaim)
 	fmt.Fprintf(&b, "  items stuck pending past their cap %d\n", r.StuckPending)
 	fmt.Fprintf(&b, "  waiters answered later than cap + 5 s (outage excluded) %d; slowest past its cap %s\n", r.LateWaiters, r.SlowestPastOutage.Round(time.Millisecond))
@@ -116,7 +124,33 @@ func (s *soak) report(ctx context.Context, d time.Duration, runtimes int) (SoakR
 		c := byItem[id]
 		if c != nil && c.answered && c.allowed == (dec == approval.Approve) {
 			r.DecisionsReached++
+			continue
 		}
+		// Only the call's own runtime claims in the soak: an approved item
+		// consumed while its call was refused was claimed by that call, and
+		// the claim's answer was lost. The decision reached the runtime; an
+		// approval runs a call at most once, so the call does not run.
+		if c != nil && c.answered && !c.allowed && dec == approval.Approve && status[id] == string(approval.StatusConsumed) {
+			r.DecisionsReached++
+			r.ClaimAnswersLost++
+			continue
+		}
+		l := fmt.Sprintf("item %s decided %s, now %s", id, dec, status[id])
+		var times string
+		if err := s.store.Pool.QueryRow(ctx, `SELECT format('created %s, decided %s, expires %s, consumed %s',
+				to_char(created_at, 'HH24:MI:SS.MS'), coalesce(to_char(decided_at, 'HH24:MI:SS.MS'), '-'),
+				to_char(expires_at, 'HH24:MI:SS.MS'), coalesce(to_char(consumed_at, 'HH24:MI:SS.MS'), '-'))
+			FROM approvals WHERE id = $1`, id).Scan(&times); err == nil {
+			l += " (" + times + ")"
+		}
+		l += "; "
+		if c == nil {
+			l += "no call waited on it"
+		} else {
+			l += fmt.Sprintf("call %s answered %t allowed %t code %q, %s–%s", c.callID, c.answered, c.allowed, c.code,
+				c.start.Format("15:04:05.000"), c.end.Format("15:04:05.000"))
+		}
+		r.LostDecisions = append(r.LostDecisions, l)
 	}
 	if err := s.store.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE status = 'pending' AND expires_at < now() - interval '5 seconds'`).Scan(&r.StuckPending); err != nil {
 		return r, err

@@ -46,6 +46,7 @@ type writeGroups struct {
 	linger  time.Duration // groupLinger
 	last    int           // how many live checks the last group took (under mu)
 	ranOut  bool          // the last wait for them ended at the linger (under mu)
+	max     int           // the most checks one group takes; 0: maxGroupWrites (under mu)
 	stats   groupStats
 }
 
@@ -62,6 +63,20 @@ type writeGroups struct {
 // writes wait: a check of a tool its policy allows writes nothing and is
 // never counted.
 const groupLinger = 4 * time.Millisecond
+
+// maxGroupWrites bounds one group, so that a burst of thousands of checks
+// is written as several transactions of bounded size rather than one.
+const maxGroupWrites = 256
+
+// LimitWriteGroups makes this instance's writer take at most n checks per
+// group (n <= 0: maxGroupWrites). The bench uses it to compare one
+// instance with several at the same group size.
+func (d *DB) LimitWriteGroups(n int) {
+	g := &d.groups
+	g.mu.Lock()
+	g.max = n
+	g.mu.Unlock()
+}
 
 // onTheWay is a check that will likely write, counted from when that is
 // known until it has queued its write or has left without one; the writer
@@ -151,11 +166,19 @@ func (d *DB) writeGrouped(ctx context.Context, e *groupEntry) error {
 // writeQueued writes groups until the queue is empty.
 func (d *DB) writeQueued() {
 	g := &d.groups
+	carried := false
 	for {
-		g.awaitComing()
+		// Checks left queued by a full group have waited already.
+		if !carried {
+			g.awaitComing()
+		}
 		g.mu.Lock()
 		group := g.queue
 		g.queue = nil
+		if n := cmp.Or(g.max, maxGroupWrites); len(group) > n {
+			group, g.queue = group[:n], slices.Clone(group[n:])
+		}
+		carried = len(g.queue) > 0
 		if len(group) == 0 {
 			// The next check starts a writer that waits only for the
 			// checks on their way.
@@ -234,6 +257,9 @@ func (g *writeGroups) awaitComing() {
 	short := func() (coming, fewer bool) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		if len(g.queue) >= cmp.Or(g.max, maxGroupWrites) {
+			return false, false // a full group waits for nothing
+		}
 		return g.coming.Load() > 0, len(g.queue) < want
 	}
 	if coming, fewer := short(); !coming && !fewer {

@@ -386,6 +386,47 @@ func TestGroupWaitRunsOutOnce(t *testing.T) {
 	}
 }
 
+// A group takes at most the writer's limit: five checks queued together
+// under a limit of two are written as groups of two, two and one, every
+// one of them, and the checks left over are written without waiting
+// for more.
+func TestGroupsTakeAtMostTheLimit(t *testing.T) {
+	const linger = 5 * time.Second
+	f := newBlockFixture(t)
+	f.store.SetGroupLinger(linger)
+	f.store.LimitWriteGroups(2)
+	ways := make([]*db.OnTheWayCount, 5)
+	for i := range ways {
+		ways[i] = f.store.OnTheWay()
+	}
+	t.Cleanup(func() {
+		for _, w := range ways {
+			w.Leave()
+		}
+	})
+	start := time.Now()
+	var chs []chan checkAnswer
+	for i, w := range ways {
+		chs = append(chs, f.openGrouped(t, fmt.Sprintf("call-%d", i), w))
+	}
+	ids := written(t, chs...)
+	if took := time.Since(start); took >= linger {
+		t.Fatalf("the checks left over waited for more: %s", took)
+	}
+	rows, err := f.store.Pool.Query(context.Background(), `SELECT count(*) FROM audit_events WHERE approval_id = ANY($1)
+		GROUP BY xid ORDER BY count(*) DESC`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sizes, []int{2, 2, 1}) {
+		t.Fatalf("groups of %v; want 2, 2 and 1", sizes)
+	}
+}
+
 // openGrouped starts a pending check of call through the group writer,
 // counted on its way by way (nil: not counted).
 func (f *blockFixture) openGrouped(t *testing.T, call string, way *db.OnTheWayCount) chan checkAnswer {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -47,7 +48,11 @@ func (b *benchServer) extraInstance(ctx context.Context) (string, *db.DB, func()
 // instance and two more on the same database, then the audited path on
 // this instance alone again (one), and compares the rate with the mean of
 // one instance's before (single, from the same run) and after: the
-// machine's drift during the three measurements cancels out.
+// machine's drift during the three measurements cancels out. Last, one
+// instance runs it once more with its write batches no larger than the
+// three's mean: each of the three sees a third of the runtimes, so its
+// batches carry a third as many checks per commit, and the comparison at
+// the same size shows what is left for coordination to cost.
 func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Duration, hc *http.Client, p checkPath,
 	single rateResult, one func() (rateResult, error), stdout io.Writer) error {
 	bases := []string{b.base}
@@ -80,7 +85,8 @@ func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Du
 	three, err := measureRate(ctx, workers, d, func(ctx context.Context, w, i int) error {
 		return b.checkOnceAt(ctx, hc, bases[w%len(bases)], p, i)
 	})
-	groups := groupSizes(stats().Since(before))
+	threeStats := stats().Since(before)
+	groups := groupSizes(threeStats)
 	samples, waits := stopSampling()
 	if err != nil {
 		return fmt.Errorf("three instances: %w", err)
@@ -89,6 +95,22 @@ func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Du
 	after, err := one()
 	if err != nil {
 		return fmt.Errorf("one instance again: %w", err)
+	}
+	// One instance again, its groups no larger than the three's: what one
+	// instance does with only as many checks per commit as each of the
+	// three gets tells the cost of coordination apart from that of the
+	// smaller groups.
+	size := 1
+	if threeStats.WriteGroups > 0 {
+		size = max(1, int(math.Round(float64(threeStats.Writes)/float64(threeStats.WriteGroups))))
+	}
+	b.db.LimitWriteGroups(size)
+	was := b.db.GroupStats()
+	limited, err := one()
+	ls := b.db.GroupStats().Since(was)
+	b.db.LimitWriteGroups(0)
+	if err != nil {
+		return fmt.Errorf("one instance with smaller groups: %w", err)
 	}
 	mean := (single.perSec() + after.perSec()) / 2
 	r := three.perSec() / mean
@@ -100,6 +122,10 @@ func (b *benchServer) threeInstances(ctx context.Context, workers int, d time.Du
 		"audited check, 3 instances on one Postgres", three.perSec(), pct(three.lat, 50), pct(three.lat, 99), r, verdict)
 	fmt.Fprintf(stdout, "  %-44s %s (the three together)\n", "", groups)
 	fmt.Fprintf(stdout, "  %-44s one instance %.0f/s before and %.0f/s after, mean %.0f/s\n", "", single.perSec(), after.perSec(), mean)
+	fmt.Fprintf(stdout, "  %-44s one instance last, at most %d checks a write batch (the three's mean): %.0f/s, %.1f checks each;\n", "",
+		size, limited.perSec(), float64(ls.Writes)/float64(max(ls.WriteGroups, 1)))
+	fmt.Fprintf(stdout, "  %-44s the three together are %.2f× that (what coordination costs, apart from the groups' size)\n", "",
+		three.perSec()/limited.perSec())
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock, 3 instances: %d in %d samples\n", waits["Lock:advisory"], samples)
 	fmt.Fprintf(stdout, "  busy backends, 3 instances (%d samples): %s\n", samples, topWaits(waits, 6))
 	return nil

@@ -78,6 +78,9 @@ func (d *DB) LimitWriteGroups(n int) {
 	g.mu.Unlock()
 }
 
+// limit is the most checks one group takes (under mu).
+func (g *writeGroups) limit() int { return cmp.Or(g.max, maxGroupWrites) }
+
 // onTheWay is a check that will likely write, counted from when that is
 // known until it has queued its write or has left without one; the writer
 // waits for it (awaitComing). A nil onTheWay counts nothing.
@@ -175,7 +178,7 @@ func (d *DB) writeQueued() {
 		g.mu.Lock()
 		group := g.queue
 		g.queue = nil
-		if n := cmp.Or(g.max, maxGroupWrites); len(group) > n {
+		if n := g.limit(); len(group) > n {
 			group, g.queue = group[:n], slices.Clone(group[n:])
 		}
 		carried = len(g.queue) > 0
@@ -257,7 +260,7 @@ func (g *writeGroups) awaitComing() {
 	short := func() (coming, fewer bool) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if len(g.queue) >= cmp.Or(g.max, maxGroupWrites) {
+		if len(g.queue) >= g.limit() {
 			return false, false // a full group waits for nothing
 		}
 		return g.coming.Load() > 0, len(g.queue) < want

@@ -60,6 +60,29 @@ type Call struct {
 	// agent's hook or a gateway that stops waiting — not where two identical
 	// calls may be two intended actions.
 	AttachToPending bool `json:"attach_to_pending,omitempty"`
+	// Runtime (optional) is what this runtime says about itself; the card
+	// names it beside the API key's name.
+	Runtime *Runtime `json:"runtime,omitempty"`
+	// Context (optional) is what the runtime computed for the reviewer,
+	// such as the diff of an edit. It is never part of the digest: the
+	// approval binds to Arguments.
+	Context *CallContext `json:"context,omitempty"`
+}
+
+// Runtime is what a runtime says about itself, shown to the reviewer as
+// untrusted text. Each field is optional: Client and Host at most 200
+// characters, WorkingDirectory at most 4,096, none with control characters.
+type Runtime struct {
+	Client           string `json:"client,omitempty"`            // name and version, e.g. "Claude Code 2.1.328"
+	Host             string `json:"host,omitempty"`              // the machine's host name
+	WorkingDirectory string `json:"working_directory,omitempty"` // the agent's working directory
+}
+
+// CallContext is context a runtime computed for the reviewer.
+type CallContext struct {
+	// Diff is a unified diff of what the call changes (at most 1 MiB),
+	// computed where the files are; shown line by line on the card.
+	Diff string `json:"diff,omitempty"`
 }
 
 // Outcome is what the runtime acts on.

@@ -44,6 +44,15 @@ type Approval struct {
 	DestructiveHint    *bool                    `db:"destructive_hint"`
 	OpenWorldHint      *bool                    `db:"open_world_hint"`
 	ToolMaxGrant       *int64                   `db:"tool_max_grant_seconds"` // the tool's cap on standing grants, in seconds; nil: none
+	// APIKeyName is the name of the key that asked ("" if it is gone).
+	APIKeyName string `db:"api_key_name"`
+	// Runtime is what the runtime said about itself with the check.
+	RuntimeClient    string `db:"runtime_client"`
+	RuntimeHost      string `db:"runtime_host"`
+	RuntimeDirectory string `db:"runtime_working_directory"`
+	// Diff is the preview of the diff the runtime computed; nil when it
+	// sent none.
+	Diff *approval.DiffPreview `db:"context_diff"`
 	// ExpiresIn is how long the item had left when it was read, by the
 	// database's clock (zero once due). Waits use it, never ExpiresAt
 	// against this process's clock, which may disagree with the database's.
@@ -89,8 +98,10 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 	s.connector_display_shown AS connector_display, s.connector_kind_shown AS connector_kind,
 	s.read_only_hint_shown AS read_only_hint, s.destructive_hint_shown AS destructive_hint,
 	s.open_world_hint_shown AS open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
-	GREATEST(a.expires_at - now(), interval '0') AS expires_in
+	GREATEST(a.expires_at - now(), interval '0') AS expires_in, COALESCE(k.name, '') AS api_key_name,
+	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
+	LEFT JOIN api_keys k ON k.id = a.api_key_id
 	CROSS JOIN LATERAL (SELECT COALESCE(a.shown_tool_display, t.display_name) AS tool_display_shown,
 		COALESCE(a.shown_connector_display, c.display_name) AS connector_display_shown,
 		COALESCE(a.shown_connector_kind, c.kind) AS connector_kind_shown,
@@ -170,7 +181,17 @@ func (d *DB) RecentDecisionsFor(ctx context.Context, subject string, limit int) 
 	return list, translate("list recent decisions", err)
 }
 
+// auditForApproval is an audit line about item a. It names the key whose
+// agent asked (agent_key), so that every line of an item says who asked.
 func auditForApproval(a Approval, actor approval.Actor, action string, detail map[string]any) approval.AuditEvent {
+	if a.APIKeyName != "" {
+		d := make(map[string]any, len(detail)+1)
+		for k, v := range detail {
+			d[k] = v
+		}
+		d["agent_key"] = a.APIKeyName
+		detail = d
+	}
 	return approval.AuditEvent{Actor: actor, Action: action, Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, TurnID: a.TurnID, ApprovalID: a.ID, Detail: detail}
 }
@@ -466,11 +487,12 @@ func (d *DB) SweepSessions(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// RemoveOldPreviews deletes the argument preview and the agent's reason of
-// items decided more than retention ago, at most limit at a time; the
-// digest, the size and the audit lines stay.
+// RemoveOldPreviews deletes the argument preview, the runtime's diff and
+// the agent's reason of items decided more than retention ago, at most
+// limit at a time; the digest, the size and the audit lines stay.
 func (d *DB) RemoveOldPreviews(ctx context.Context, retention time.Duration, limit int) (int64, error) {
 	tag, err := d.Pool.Exec(ctx, `UPDATE approvals SET preview = '{"parsed": false, "removed": true}'::jsonb, agent_reason = '',
+		context_diff = CASE WHEN context_diff IS NULL THEN NULL ELSE '{"parsed": false, "removed": true, "length": 0}'::jsonb END,
 		preview_removed_at = now()
 		WHERE id IN (SELECT id FROM approvals WHERE preview_removed_at IS NULL AND decided_at IS NOT NULL
 			AND decided_at < now() - $1::interval ORDER BY decided_at LIMIT $2)`, retention, limit)

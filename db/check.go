@@ -27,6 +27,11 @@ type CheckRequest struct {
 	// AttachToPending lets a call that would ask a person join the item an
 	// earlier identical call opened (see findAttachable).
 	AttachToPending bool
+	// Runtime is what the runtime says about itself; Diff the unified diff
+	// it computed for an edit. Both are shown to the reviewer as untrusted
+	// text and are never part of the digest.
+	Runtime approval.Runtime
+	Diff    string
 }
 
 // CheckResult is the check's answer.
@@ -256,7 +261,7 @@ func outcomeRecord(key APIKey, req CheckRequest, args approval.Arguments, tool T
 		return &groupEntry{ev: ev}, nil
 	case o.Verdict == approval.Pending:
 		p := newPendingWrite(key, req, args, tool, opt)
-		ev.Action, ev.ApprovalID = approval.ActionRequested, p.a.ID
+		ev.Action, ev.ApprovalID, ev.Detail = approval.ActionRequested, p.a.ID, runtimeDetail(req.Runtime)
 		return &groupEntry{ev: ev, pending: p}, nil
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
 		return nil, nil
@@ -329,4 +334,20 @@ func recordRunOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckReque
 		return nil
 	}
 	return RecordAudit(ctx, tx, ev)
+}
+
+// runtimeDetail is the audit detail of a requested item: what the runtime
+// said about itself, when it said anything (its words, bounded by
+// approval.CheckRuntime; never argument contents).
+func runtimeDetail(r approval.Runtime) map[string]any {
+	if r.Empty() {
+		return nil
+	}
+	d := map[string]any{}
+	for k, v := range map[string]string{"runtime_client": r.Client, "runtime_host": r.Host, "runtime_working_directory": r.WorkingDirectory} {
+		if v != "" {
+			d[k] = v
+		}
+	}
+	return d
 }

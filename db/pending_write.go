@@ -18,6 +18,7 @@ import (
 type pendingWrite struct {
 	a       Approval // as every reader will see it, but its times
 	preview []byte   // a.Preview as stored
+	diff    *string  // a.Diff as stored; nil: none
 	raw     string   // the full argument text
 	timeout time.Duration
 	written bool // the times are the database's: the item committed
@@ -38,13 +39,26 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		ArgumentsSize: args.Size, Preview: approval.Preview(args), AgentReason: req.Reason, AvailableDecisions: avail,
 		PolicyVersion: tool.PolicyVersion, Status: approval.StatusPending, ToolDisplay: tool.DisplayName,
 		ConnectorDisplay: tool.ConnectorDisplay, ConnectorKind: tool.ConnectorKind, ReadOnlyHint: tool.ReadOnlyHint,
-		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds}}
+		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds,
+		APIKeyName: key.Name, RuntimeClient: req.Runtime.Client, RuntimeHost: req.Runtime.Host,
+		RuntimeDirectory: req.Runtime.WorkingDirectory}}
 	// The preview as readers will read it back: a JSON round trip, which
 	// for one drops empty lists.
 	if b, err := json.Marshal(p.a.Preview); err == nil {
 		p.preview, p.a.Preview = b, approval.ArgumentPreview{}
 		if err := json.Unmarshal(b, &p.a.Preview); err != nil {
 			p.preview = nil
+		}
+	}
+	// The diff's preview likewise; a diff that cannot be stored is not
+	// shown (the arguments are, and they are what the approval binds).
+	if d := approval.PreviewDiff(req.Diff); d != nil {
+		if b, err := json.Marshal(d); err == nil {
+			var back approval.DiffPreview
+			if json.Unmarshal(b, &back) == nil {
+				s := string(b)
+				p.diff, p.a.Diff = &s, &back
+			}
 		}
 	}
 	return p
@@ -76,15 +90,19 @@ const pendingInsertSQL = `
 	INSERT INTO approvals (id, owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
 		arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
 		conversation_title, shown_tool_display, shown_connector_display, shown_connector_kind, shown_hints_taken,
-		shown_read_only_hint, shown_destructive_hint, shown_open_world_hint)
+		shown_read_only_hint, shown_destructive_hint, shown_open_world_hint, runtime_client, runtime_host,
+		runtime_working_directory, context_diff)
 	SELECT id::uuid, owner, key, conv, turn, call, tool_id, connector, tool, digest, size, preview::jsonb, reason,
 		string_to_array(avail, ' '), version, now() + timeout_us * interval '1 microsecond', title, tool_display,
-		connector_display, connector_kind, true, read_only, destructive, open_world
+		connector_display, connector_kind, true, read_only, destructive, open_world, rt_client, rt_host, rt_dir,
+		diff::jsonb
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
 		$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], $14::text[], $15::int[], $16::bigint[],
-		$17::text[], $18::text[], $19::text[], $20::text[], $21::bool[], $22::bool[], $23::bool[])
+		$17::text[], $18::text[], $19::text[], $20::text[], $21::bool[], $22::bool[], $23::bool[], $24::text[],
+		$25::text[], $26::text[], $27::text[])
 		AS u(id, owner, key, conv, turn, call, tool_id, connector, tool, digest, size, preview, reason, avail, version,
-			timeout_us, title, tool_display, connector_display, connector_kind, read_only, destructive, open_world)
+			timeout_us, title, tool_display, connector_display, connector_kind, read_only, destructive, open_world,
+			rt_client, rt_host, rt_dir, diff)
 	RETURNING id::text, created_at, expires_at, GREATEST(expires_at - now(), interval '0')`
 
 // queuePending queues the writes of items ps but their audit lines and
@@ -103,7 +121,7 @@ func queuePending(ctx context.Context, b *pgx.Batch, ps []*pendingWrite) (create
 			cmp.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.TurnID, b.TurnID), cmp.Compare(a.CallID, b.CallID),
 			cmp.Compare(a.ToolID, b.ToolID), cmp.Compare(a.ArgumentsDigest, b.ArgumentsDigest), cmp.Compare(a.ID, b.ID))
 	})
-	cols := make([][]any, 23)
+	cols := make([][]any, 27)
 	events := make([]NotificationEvent, len(ps))
 	texts := make([][]byte, len(ps))
 	ids := make([]string, len(ps))
@@ -120,7 +138,8 @@ func queuePending(ctx context.Context, b *pgx.Batch, ps []*pendingWrite) (create
 		for c, v := range []any{a.ID, a.OwnerSubject, a.APIKeyID, a.ConversationID, a.TurnID, a.CallID, a.ToolID,
 			a.Connector, a.Tool, a.ArgumentsDigest, a.ArgumentsSize, string(p.preview), a.AgentReason,
 			strings.Join(a.AvailableDecisions, " "), a.PolicyVersion, p.timeout.Microseconds(), a.ConversationTitle,
-			a.ToolDisplay, a.ConnectorDisplay, a.ConnectorKind, a.ReadOnlyHint, a.DestructiveHint, a.OpenWorldHint} {
+			a.ToolDisplay, a.ConnectorDisplay, a.ConnectorKind, a.ReadOnlyHint, a.DestructiveHint, a.OpenWorldHint,
+			a.RuntimeClient, a.RuntimeHost, a.RuntimeDirectory, p.diff} {
 			cols[c] = append(cols[c], v)
 		}
 		ids[i], texts[i], got[a.ID] = a.ID, []byte(p.raw), nil

@@ -26,6 +26,16 @@ type checkBody struct {
 	// earlier identical call opened instead (see db.findAttachable for why
 	// it is opt-in).
 	AttachToPending bool `json:"attach_to_pending"`
+	// Runtime is what the runtime says about itself, and Context what it
+	// computed for the reviewer (a diff): untrusted text shown on the card,
+	// never part of the digest.
+	Runtime *approval.Runtime `json:"runtime"`
+	Context *callContext      `json:"context"`
+}
+
+// callContext is the check's "context" object.
+type callContext struct {
+	Diff string `json:"diff"`
 }
 
 type pendingJSON struct {
@@ -69,10 +79,18 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 	if b.PlaybookRunID != "" {
 		b.PlaybookRunID = approval.NormalizeRunID(b.PlaybookRunID)
 	}
+	var rt approval.Runtime
+	if b.Runtime != nil {
+		rt = *b.Runtime
+	}
+	var diff string
+	if b.Context != nil {
+		diff = b.Context.Diff
+	}
 	res, _, err := h.DB.CheckWithAPIKey(c.Request().Context(), raw, db.CheckRequest{
 		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, ConversationTitle: b.ConversationTitle, TurnID: b.TurnID,
 		Connector: b.Connector, Tool: b.Tool, Arguments: b.Arguments, Reason: b.Reason, PlaybookRunID: b.PlaybookRunID,
-		AttachToPending: b.AttachToPending,
+		AttachToPending: b.AttachToPending, Runtime: rt, Diff: diff,
 	}, db.CheckOptions{Timeout: h.Settings.ApprovalTimeout, DeniedThreshold: h.Settings.DeniedBlockThreshold, Condition: h.Condition})
 	if err != nil {
 		return err
@@ -96,6 +114,16 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 // checkCallFields bounds every text of a check; the arguments have their
 // own limits (approval.ParseArguments).
 func checkCallFields(b checkBody) error {
+	if b.Runtime != nil {
+		if err := approval.CheckRuntime(*b.Runtime); err != nil {
+			return err
+		}
+	}
+	if b.Context != nil {
+		if err := approval.CheckContextDiff(b.Context.Diff); err != nil {
+			return err
+		}
+	}
 	return approval.CheckFields(
 		approval.Field{Name: "call_id", Value: b.CallID, Rule: approval.RuleID, Required: true},
 		approval.Field{Name: "user", Value: b.User, Rule: approval.RuleID, Required: true},

@@ -161,7 +161,24 @@ func (n auditNames) lineView(l db.AuditLine) views.AuditLineView {
 	if l.Action == approval.ActionPolicyChanged {
 		v.Diff = policyDiff(l.Detail)
 	}
+	v.Agent = auditAgent(l)
 	return v
+}
+
+// auditAgent is who asked, for a line about a call: the key (the line's
+// actor when the key asked, else the key the line names) and what the
+// runtime said about itself when it asked. nil for other lines.
+func auditAgent(l db.AuditLine) *views.AgentView {
+	str := func(k string) string { s, _ := l.Detail[k].(string); return s }
+	a := views.AgentView{KeyName: str("agent_key"), Client: str("runtime_client"), Host: str("runtime_host"),
+		Directory: str("runtime_working_directory")}
+	if l.ApprovalID != "" && l.ActorKind == approval.ActorAPIKey && a.KeyName == "" {
+		a.KeyName = l.ActorName
+	}
+	if a.KeyName == "" && !a.HasRuntime() {
+		return nil
+	}
+	return &a
 }
 
 func auditActor(l db.AuditLine) string {

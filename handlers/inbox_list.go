@@ -64,7 +64,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 		Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
-		AgentReason: a.AgentReason, Preview: a.Preview,
+		AgentReason: a.AgentReason, Preview: a.Preview, Agent: agentOf(a), Diff: a.Diff,
 		Decisions: decisions, Destructive: ann.Destructive(), SendsOut: ann.OpenWorld() && !ann.ReadOnly(),
 		MaxGrant: a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
@@ -79,7 +79,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 	r := views.DecidedRow{ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID, Status: a.Status,
-		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now()}
+		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now(), Agent: agentOf(a)}
 	if a.Scope != nil {
 		r.Scope = *a.Scope
 	}
@@ -87,6 +87,12 @@ func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 		r.DecidedAt = *a.DecidedAt
 	}
 	return r
+}
+
+// agentOf is who asked for item a: its key's name and what its runtime
+// said about itself.
+func agentOf(a db.Approval) views.AgentView {
+	return views.AgentView{KeyName: a.APIKeyName, Client: a.RuntimeClient, Host: a.RuntimeHost, Directory: a.RuntimeDirectory}
 }
 
 // connectorLabel shows builtin tools as "System tools".

@@ -62,7 +62,8 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 	}
 	t := d.agent.target(in.ToolName)
 	return client.Call{CallID: callID, User: user, ConversationID: in.SessionID, TurnID: turn,
-		Connector: t.Connector, Tool: t.Tool, Arguments: args, AttachToPending: true}, t, nil
+		Connector: t.Connector, Tool: t.Tool, Arguments: args, AttachToPending: true,
+		Runtime: runtimeOf(d.agent, in), Context: contextOf(in)}, t, nil
 }
 
 // Decisions the hook writes.

@@ -25,6 +25,7 @@ type Input struct {
 	ToolName      string         `json:"tool_name"`
 	ToolInput     jsontext.Value `json:"tool_input"`
 	ToolUseID     string         `json:"tool_use_id"`
+	Cwd           string         `json:"cwd"` // the agent's working directory
 }
 
 // readInput reads one JSON object. It refuses duplicate names, so the hook

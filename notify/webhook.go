@@ -83,9 +83,11 @@ type Payload struct {
 	ToolDisplay string `json:"tool_display_name,omitempty"`
 	Connector   string `json:"connector,omitempty"`
 	Owner       string `json:"owner,omitempty"`
-	Status      string `json:"status,omitempty"`
-	Link        string `json:"link"`
-	OccurredAt  string `json:"occurred_at"`
+	// AgentKey is the name of the API key whose agent asked, for an item.
+	AgentKey   string `json:"agent_key,omitempty"`
+	Status     string `json:"status,omitempty"`
+	Link       string `json:"link"`
+	OccurredAt string `json:"occurred_at"`
 	// Checkpoint is the signed checkpoint of an audit.checkpoint event: its
 	// signature verifies with the audit key's public half over
 	// db.Checkpoint.Message().
@@ -99,6 +101,7 @@ type Payload struct {
 func BuildPayload(base *url.URL, d db.Delivery) Payload {
 	p := Payload{Event: d.Kind, DeliveryID: d.ID, EventID: d.EventID, ApprovalID: d.ApprovalID, PlaybookID: d.PlaybookID,
 		Tool: d.Tool, ToolDisplay: d.ToolDisplay, Connector: d.Connector, Owner: d.Owner,
+		AgentKey:   approval.Visible(d.AgentKey, approval.SingleLine).String(),
 		OccurredAt: d.EventAt.UTC().Format(time.RFC3339)}
 	if s, ok := d.Detail["status"].(string); ok {
 		p.Status = s

@@ -22,13 +22,17 @@ type ApprovalCard struct {
 	// ConversationTitle is the runtime's label for the conversation, if sent.
 	ConversationTitle string
 	TurnID            string
-	AgentReason       string
-	Preview           approval.ArgumentPreview
-	Decisions         []approval.Decision
-	Destructive       bool
-	SendsOut          bool
-	Destination       string   // where the data goes, when an argument names it
-	Recipients        []string // the same, one entry per recipient
+	// Agent says who asks; Diff is the change the agent's side computed
+	// for an edit (nil: none sent).
+	Agent       AgentView
+	Diff        *approval.DiffPreview
+	AgentReason string
+	Preview     approval.ArgumentPreview
+	Decisions   []approval.Decision
+	Destructive bool
+	SendsOut    bool
+	Destination string   // where the data goes, when an argument names it
+	Recipients  []string // the same, one entry per recipient
 	// MaxGrant is the longest a standing grant may last (0: no limit), and
 	// Durations the lengths the reviewer may choose.
 	MaxGrant  time.Duration
@@ -51,7 +55,8 @@ type DecidedRow struct {
 	Status            approval.Status
 	Scope             string
 	Reason            string
-	Note              string // typed with an approval: the reviewer's own note
+	Note              string    // typed with an approval: the reviewer's own note
+	Agent             AgentView // who asked
 	CreatedAt         time.Time
 	DecidedAt         time.Time
 	Now               time.Time
@@ -147,7 +152,8 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 // and ids) holds a hidden or direction-changing character.
 func (c ApprovalCard) HasHidden() bool {
 	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.Connector, c.Tool, c.ConversationID, c.TurnID) ||
-		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || c.Preview.MoreHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) {
+		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || c.Preview.MoreHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) ||
+		c.Agent.HasHidden() || diffHasHidden(c.Diff) {
 		return true
 	}
 	for _, l := range c.Preview.Lines {

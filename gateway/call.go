@@ -44,7 +44,8 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	conv := g.conversation(req.Session)
 	call := client.Call{CallID: g.callID(conv, p.Meta), User: g.opt.User, ConversationID: conv,
 		// An MCP session has no turns; the session is the closest thing.
-		TurnID: conv, Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args), AttachToPending: true}
+		TurnID: conv, Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args), AttachToPending: true,
+		Runtime: g.runtime(ctx)}
 	out, err := g.gate(ctx, req, call)
 	if err != nil {
 		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", err)

@@ -132,7 +132,7 @@ func TestWebhookSignedPayload(t *testing.T) {
 	}
 	p := h.Payload
 	if p.Event != db.EventApprovalRequested || p.ApprovalID != a.ID || p.Tool != "send_email" || p.Connector != "mail" ||
-		p.Owner != "maya" || p.Link != "https://countersign.example/approvals/"+a.ID {
+		p.Owner != "maya" || p.Link != "https://countersign.example/approvals/"+a.ID || p.AgentKey != "nightly agent" {
 		t.Fatalf("payload %+v", p)
 	}
 	if !strings.Contains(p.Text, "Send email") || !strings.Contains(p.Text, p.Link) {

@@ -76,8 +76,14 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, name stri
 		if strings.Contains(args, "%d") {
 			args = fmt.Sprintf(args, call)
 		}
-		return db.CheckRequest{CallID: fmt.Sprint(round, "c", call), User: f.user.Subject, ConversationID: "conv", TurnID: turn,
+		req := db.CheckRequest{CallID: fmt.Sprint(round, "c", call), User: f.user.Subject, ConversationID: "conv", TurnID: turn,
 			Connector: "mail", Tool: "send_email", Arguments: args}
+		// What the runtime says and its diff, or nothing, differ per check.
+		if i%3 != 0 {
+			req.Runtime = approval.Runtime{Client: fmt.Sprint("client ", i), Host: "host", WorkingDirectory: fmt.Sprint("/w/", i)}
+			req.Diff = fmt.Sprintf("--- f\n+++ f\n@@ -1 +1 @@\n-%d\n+%d\n", i, i+1)
+		}
+		return req
 	}
 	var wg sync.WaitGroup
 	for i := range n {
@@ -116,6 +122,12 @@ func groupedPending(t *testing.T, f *blockFixture, listener *pgx.Conn, name stri
 		stored.ExpiresIn, a.a.ExpiresIn = 0, 0
 		if !reflect.DeepEqual(stored, a.a) {
 			t.Fatalf("check %d answered with\n%+v\nbut stored\n%+v", i, a.a, stored)
+		}
+		if stored.RuntimeClient != req.Runtime.Client || stored.RuntimeDirectory != req.Runtime.WorkingDirectory ||
+			(req.Diff == "") != (stored.Diff == nil) || (stored.Diff != nil && stored.Diff.Files[0].Hunks[0].Lines[0].Text != fmt.Sprint(i)) {
+			if !(twice && (i/2)%5 == 0) { // a call sent twice keeps the first check's words
+				t.Fatalf("check %d: stored runtime %q %q, diff %+v", i, stored.RuntimeClient, stored.RuntimeDirectory, stored.Diff)
+			}
 		}
 		var turn, call string
 		var texts, outbox, lines int

@@ -13,9 +13,12 @@ func TestPreviewRetention(t *testing.T) {
 	ctx := context.Background()
 	old := l.call("mail", "send_email", `{"to":"old@example.com"}`)
 	old["reason"] = "an old reason"
+	old["context"] = map[string]any{"diff": "--- f\n+++ f\n@@ -1 +1 @@\n-a\n+b\n"}
 	oldID := l.pending(t, old)
 	decide(l.Member, oldID, "approve")
-	recentID := l.pending(t, l.call("mail", "send_email", `{"to":"recent@example.com"}`))
+	recent := l.call("mail", "send_email", `{"to":"recent@example.com"}`)
+	recent["context"] = old["context"]
+	recentID := l.pending(t, recent)
 	decide(l.Member, recentID, "reject")
 	pendingID := l.pending(t, l.call("mail", "send_email", `{"to":"pending@example.com"}`))
 	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET decided_at = now() - interval '31 days' WHERE id = $1`, oldID)
@@ -34,6 +37,10 @@ func TestPreviewRetention(t *testing.T) {
 		}
 		if a.ArgumentsDigest == "" {
 			t.Fatal("digest removed")
+		}
+		// The runtime's diff goes with the preview.
+		if id != pendingID && (a.Diff == nil || a.Diff.Removed != removed || (removed == (len(a.Diff.Files) > 0))) {
+			t.Fatalf("%s: diff %+v", id, a.Diff)
 		}
 	}
 	if n, _ := l.DB.RemoveOldPreviews(ctx, 30*24*time.Hour, 100); n != 0 {

@@ -126,6 +126,7 @@ func TestHookEditDiffOnCard(t *testing.T) {
 	if got := eval[string](t, ctx, `document.querySelector('`+card("Edit")+` tr[data-kind="remove"] .sign').textContent`); got != "−" {
 		t.Errorf("sign %q", got)
 	}
+	checkAxe(t, ctx, "inbox with edit diffs")
 	shootCard(t, ctx, card("Edit"), "who-edit")
 	shootCard(t, ctx, card("apply_patch"), "who-apply-patch")
 }

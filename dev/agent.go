@@ -120,6 +120,7 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 			CallID: fmt.Sprintf("call-%d-%d", time.Now().Unix(), n), User: o.User,
 			ConversationID: fmt.Sprintf("conv-%d", 1+n%3), TurnID: fmt.Sprintf("turn-%d", n),
 			Connector: step.connector, Tool: step.tool, Arguments: step.args, Reason: step.reason,
+			Runtime: &client.Runtime{Client: "Countersign demo agent"},
 		}
 		wg.Add(1)
 		go func() {

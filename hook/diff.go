@@ -1,9 +1,11 @@
 package hook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -42,15 +44,14 @@ func readLocal(path string) (string, error) {
 	if !st.Mode().IsRegular() || st.Size() > maxReadBytes {
 		return "", fmt.Errorf("%s is not a regular file within %d bytes", path, maxReadBytes)
 	}
-	b := make([]byte, st.Size())
-	n, err := f.Read(b)
-	if err != nil && st.Size() > 0 {
+	b, err := io.ReadAll(io.LimitReader(f, maxReadBytes+1))
+	if err != nil {
 		return "", err
 	}
-	if strings.IndexByte(string(b[:n]), 0) >= 0 {
-		return "", fmt.Errorf("%s is a binary file", path)
+	if len(b) > maxReadBytes || bytes.IndexByte(b, 0) >= 0 {
+		return "", fmt.Errorf("%s is too large or a binary file", path)
 	}
-	return string(b[:n]), nil
+	return string(b), nil
 }
 
 // contextOf is the diff of an edit call, computed here where the files

@@ -127,6 +127,13 @@ func TestEditDiff(t *testing.T) {
 			t.Fatalf("not marked unread: %+v", d.Files[0])
 		}
 	})
+	t.Run("TooLargeIsUnread", func(t *testing.T) {
+		p := write(t, dir, "big.txt", strings.Repeat("x\n", maxReadBytes/2+1))
+		_, d := diffOf(t, "Edit", `{"file_path":`+jsonQuote(p)+`,"old_string":"x","new_string":"y"}`, dir)
+		if !d.Files[0].Unread {
+			t.Fatalf("not marked unread: %+v", d.Files[0])
+		}
+	})
 	t.Run("EditNotFoundInFile", func(t *testing.T) {
 		_, d := diffOf(t, "Edit", `{"file_path":`+jsonQuote(path)+`,"old_string":"nowhere","new_string":"x"}`, dir)
 		if !d.Files[0].Unread {

@@ -140,6 +140,18 @@ func TestEditDiff(t *testing.T) {
 			t.Fatalf("not marked unread: %+v", d.Files[0])
 		}
 	})
+	t.Run("NotebookEdit", func(t *testing.T) {
+		nb := write(t, dir, "n.ipynb", `{"cells":[{"id":"c1","cell_type":"code","source":["x = 1\n","print(x)"]}]}`)
+		_, d := diffOf(t, "NotebookEdit", `{"notebook_path":`+jsonQuote(nb)+`,"cell_id":"c1","new_source":"x = 2\nprint(x)","edit_mode":"replace"}`, dir)
+		f := d.Files[0]
+		if f.Unread || f.Path() != nb+" (cell c1)" || f.Hunks[0].Lines[0].Text != "x = 1" || f.Hunks[0].Lines[1].Text != "x = 2" {
+			t.Fatalf("notebook %+v", f)
+		}
+		_, d = diffOf(t, "NotebookEdit", `{"notebook_path":`+jsonQuote(nb)+`,"cell_id":"nope","new_source":"y"}`, dir)
+		if !d.Files[0].Unread {
+			t.Fatalf("an unknown cell is not marked: %+v", d.Files[0])
+		}
+	})
 	t.Run("OtherTool", func(t *testing.T) {
 		if d := editDiff("Bash", []byte(`{"command":"ls"}`), dir, readLocal); d != "" {
 			t.Fatalf("diff for Bash: %q", d)

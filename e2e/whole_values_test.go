@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/countersign/countersign/internal/testenv"
+)
+
+// dangerTail is how the long command ends: the part a reviewer must see.
+const dangerTail = " && rm -rf /srv/app/data/*"
+
+// longCommand is a 5,000-character command whose end is dangerTail, with a
+// marker in the middle that only the expanded value shows.
+func longCommand() string {
+	head := "cd /srv/app && ./deploy.sh --env production --yes"
+	middle := " # MIDDLE-MARK"
+	pad := 5000 - len(head) - len(middle) - len(dangerTail)
+	filler := strings.Repeat(" --flag value", pad/13+1)[:pad]
+	// The fold keeps the first 3,072 and the last 1,024 characters.
+	at := 3400 - len(head)
+	return head + filler[:at] + middle + filler[at:] + dangerTail
+}
+
+// The dangerous end of a long value is on screen without a click; "show"
+// expands the whole value in place, and it stays expanded while calls
+// arrive and other items are decided elsewhere — on the request page every
+// notification links to, and on the inbox. The request page says "Live".
+func TestLongValueStaysExpanded(t *testing.T) {
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	ctx := newTab(t)
+	signIn(t, ctx, e, "member")
+	other := e.NewBrowser()
+	other.T = t
+	other.SignIn("member")
+	cmd := longCommand()
+	if len(cmd) != 5000 || !strings.HasSuffix(cmd, dangerTail) {
+		t.Fatalf("command of %d characters", len(cmd))
+	}
+	n := 0
+	// busy makes other calls arrive and decides them in another session
+	// for five seconds, while the expanded value must stay as it is.
+	busy := func(t *testing.T, still string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		var pending []chan gateResult
+		for time.Now().Before(deadline) {
+			n++
+			c := memberCall("busy-"+strconv.Itoa(n), "mail", "send_email", `{"to":"ops@acme.example","subject":"status `+strconv.Itoa(n)+`"}`)
+			pending = append(pending, gate(rt, c))
+			id := approvalID(t, e, c.CallID)
+			time.Sleep(400 * time.Millisecond)
+			if resp, _ := other.PostForm("/approvals/"+id+"/decision", map[string][]string{"decision": {"reject"}}); resp.StatusCode != 303 {
+				t.Fatal("decide elsewhere:", resp.StatusCode)
+			}
+			for range 6 {
+				if !eval[bool](t, ctx, still) {
+					main := eval[string](t, ctx, `document.querySelector('main').innerText.slice(0, 2000)`)
+					t.Fatalf("the expanded value collapsed after %d calls:\n%s", n, main)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		for _, r := range pending {
+			result(t, r)
+		}
+	}
+
+	t.Run("RequestPage", func(t *testing.T) {
+		c := memberCall("long-page", "system", "run_command", `{"command":"`+cmd+`","cwd":"/srv/app"}`)
+		res := gate(rt, c)
+		id := approvalID(t, e, c.CallID)
+		openRequest(t, ctx, e, id)
+		value := `#approval-page dd[id="value-` + id + `-0"]`
+		// On load, without a click: the end is on the page and rendered.
+		tail := `document.querySelector('` + value + ` [data-testid="fold-tail"]')`
+		if got := eval[string](t, ctx, tail+`.innerText`); !strings.HasSuffix(got, strings.TrimSpace(dangerTail)) {
+			t.Fatalf("the end of the command is not shown: %q", got)
+		}
+		if !eval[bool](t, ctx, tail+`.getBoundingClientRect().height > 0`) {
+			t.Fatal("the end is not rendered")
+		}
+		if got := text(t, ctx, value+` [data-testid="expand"]`); got != "904 characters hidden — show" {
+			t.Fatalf("fold control %q", got)
+		}
+		if strings.Contains(text(t, ctx, value), "MIDDLE-MARK") {
+			t.Fatal("the middle is not folded")
+		}
+		if got := text(t, ctx, `#approval-page [data-live]`); got != "Live" {
+			t.Fatalf("live indicator %q", got)
+		}
+		screenshot(t, ctx, "read-long-command-page")
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(value+` [data-testid="expand"]`))); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, `!!document.querySelector('`+value+` [data-expanded]')`, "the value did not expand")
+		expanded := `(() => { const dd = document.querySelector('` + value + `'); return !!dd && !!dd.querySelector('[data-expanded]') &&
+			dd.textContent.includes(` + jsString(cmd) + `) && !dd.querySelector('[data-testid="fold"]') && !document.querySelector('#approval-page[data-refreshing]') &&
+			window.__sameDocument === true && document.querySelector('#approval-page [data-live]').textContent === 'Live'; })()`
+		if !eval[bool](t, ctx, expanded) {
+			t.Fatal("the expanded value is not the whole command")
+		}
+		busy(t, expanded)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#approval-page button[value="reject"]`))); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, `(document.querySelector('[data-testid="outcome-label"]') || {}).textContent === 'Rejected'`, "the page did not show its own decision")
+		// The decided view keeps what was shown: the beginning and the end.
+		if got := text(t, ctx, `[data-testid="outcome"] [data-testid="fold-tail"]`); !strings.HasSuffix(got, strings.TrimSpace(dangerTail)) {
+			t.Fatalf("decided view: %q", got)
+		}
+		result(t, res)
+	})
+
+	t.Run("Inbox", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/"), chromedp.WaitVisible(chromedp.CSS(`.live.on`))); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, ctx, `window.__sameDocument = true`)
+		c := memberCall("long-inbox", "system", "run_command", `{"command":"`+cmd+`","cwd":"/srv/app"}`)
+		res := gate(rt, c)
+		sel := cardFor(t, ctx, e, c.CallID)
+		id := eval[string](t, ctx, `document.querySelector('`+sel+`').dataset.approvalId`)
+		value := sel + ` dd[id="value-` + id + `-0"]`
+		if got := text(t, ctx, value+` [data-testid="fold-tail"]`); !strings.HasSuffix(got, strings.TrimSpace(dangerTail)) {
+			t.Fatalf("the end of the command is not shown: %q", got)
+		}
+		screenshot(t, ctx, "read-long-command-inbox")
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(value+` [data-testid="expand"]`))); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, `!!document.querySelector('`+value+` [data-expanded]')`, "the value did not expand")
+		expanded := `(() => { const dd = document.querySelector('` + value + `'); return !!dd && !!dd.querySelector('[data-expanded]') &&
+			dd.textContent.includes(` + jsString(cmd) + `) && window.__sameDocument === true; })()`
+		busy(t, expanded)
+		reject(t, ctx, sel)
+		result(t, res)
+	})
+}
+
+// A mail with several recipients in to, cc and bcc names every one of
+// them on the risk line, grouped by the argument that names them.
+func TestRiskLineNamesEveryRecipient(t *testing.T) {
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	ctx := newTab(t)
+	signIn(t, ctx, e, "member")
+	c := memberCall("mail-cc", "mail", "send_email", `{"to":["finance@acme.example","ap@acme.example"],"cc":"maya@acme.example","bcc":"archive@elsewhere.example","subject":"Invoice 4471","body":"Scheduled for Friday."}`)
+	res := gate(rt, c)
+	id := approvalID(t, e, c.CallID)
+	openRequest(t, ctx, e, id)
+	got := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="sends-out"] [data-testid="destination-group"]')].map(g => g.innerText.replace(/\s+/g, ' ').trim())`)
+	want := []string{"to finance@acme.example ap@acme.example", "cc maya@acme.example", "bcc archive@elsewhere.example"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("risk line:\n got %q\nwant %q", got, want)
+	}
+	if line := text(t, ctx, `[data-testid="sends-out"]`); !strings.Contains(line, "to 4 recipients") {
+		t.Fatalf("risk line %q", line)
+	}
+	screenshot(t, ctx, "read-mail-cc")
+	_ = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#approval-page button[value="reject"]`)))
+	result(t, res)
+}
+
+// jsString quotes s for a script.
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`).Replace(s) + "'"
+}

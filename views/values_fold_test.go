@@ -85,3 +85,18 @@ func TestTouchesEveryDestination(t *testing.T) {
 		t.Errorf("single destination:\n%s", html)
 	}
 }
+
+// A destructive call that sends nothing out names the paths it writes.
+func TestDestructiveNamesPaths(t *testing.T) {
+	c := card(`{}`, "")
+	c.SendsOut, c.Destructive = false, true
+	c.Preview = approval.Preview(approval.ParseArguments(`{"path":"/shared/reports/q2.xlsx","recursive":true}`))
+	html := render(t, Card(c))
+	if !strings.Contains(html, `This action can’t be undone — path: <span class="mono" data-testid="destination"><bdi class="untrusted">/shared/reports/q2.xlsx</bdi></span>`) {
+		t.Fatalf("destructive line:\n%s", html)
+	}
+	c.Preview = approval.Preview(approval.ParseArguments(`{"command":"make"}`))
+	if html := render(t, Card(c)); !strings.Contains(html, "This action can’t be undone.</div>") {
+		t.Fatalf("without a path:\n%s", html)
+	}
+}

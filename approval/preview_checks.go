@@ -138,7 +138,12 @@ func itemsOfText(key, t string) []string {
 		if !strings.EqualFold(key, k) {
 			continue
 		}
-		if list, err := mail.ParseAddressList(t); err == nil && len(list) > 1 {
+		list, err := mail.ParseAddressList(t)
+		if err != nil {
+			// Many tools take "a@x; b@y" as well.
+			list, err = mail.ParseAddressList(strings.ReplaceAll(t, ";", ","))
+		}
+		if err == nil && len(list) > 1 {
 			out := make([]string, len(list))
 			for i, a := range list {
 				out[i] = a.Address

@@ -100,6 +100,10 @@ func TestPreviewDestinations(t *testing.T) {
 	if fmt.Sprint(p.Destinations) != fmt.Sprint(want) {
 		t.Fatalf("destinations\n got %v\nwant %v", p.Destinations, want)
 	}
+	p = Preview(ParseArguments(`{"bcc":"x@acme.example; y@elsewhere.example"}`))
+	if len(p.Destinations) != 1 || fmt.Sprint(p.Destinations[0].Items) != "[x@acme.example y@elsewhere.example]" {
+		t.Fatalf("semicolons: %v", p.Destinations)
+	}
 	// Not an address list: the text is kept as it is.
 	p = Preview(ParseArguments(`{"to":"the whole team, please"}`))
 	if len(p.Destinations) != 1 || len(p.Destinations[0].Items) != 1 || p.Destinations[0].Items[0] != "the whole team, please" {

@@ -39,13 +39,17 @@ func FuzzArguments(f *testing.F) {
 				t.Fatalf("preview text longer than %d", limit)
 			}
 		}
-		check(p.Raw, PreviewValueChars)
+		check(p.Raw, PreviewWholeChars)
+		check(p.RawTail, PreviewWholeChars)
 		if len(p.Lines) > PreviewMaxLines {
 			t.Fatal("too many lines")
 		}
 		for _, l := range p.Lines {
 			check(l.Key, PreviewKeyChars)
-			check(l.Value, PreviewURLPath+PreviewValueChars)
+			check(l.Value+l.Tail, PreviewURLPath+PreviewWholeChars)
+			if l.Shortened != (l.Tail != "") {
+				t.Fatalf("a shortened value without its end, or an end without a fold: %+v", l)
+			}
 		}
 	})
 }

@@ -9,21 +9,31 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Preview limits. Values are shortened on the server, before they reach a
-// page or the database.
+// Preview limits. Values are folded on the server, before they reach a
+// page or the database. Nothing that runs is hidden by default: a value is
+// kept whole up to PreviewWholeChars, and the values of one call together
+// up to PreviewCardChars; beyond that a value keeps its beginning and its
+// end (the end of a command is often the dangerous part) and only its
+// middle is folded.
 const (
-	PreviewValueChars = 240  // characters kept of a long value
-	PreviewKeyChars   = 80   // characters kept of a long key
-	PreviewMaxLines   = 100  // keys shown; the rest are counted
-	PreviewURLPath    = 1000 // a URL's scheme+host+path longer than this is shortened like text
+	PreviewWholeChars = 4096  // a value up to this many characters is kept whole
+	PreviewCardChars  = 16384 // characters kept of all the values of one call
+	PreviewFoldChars  = 160   // the least a folded value keeps, beginning and end together
+	PreviewKeyChars   = 80    // characters kept of a long key
+	PreviewMaxLines   = 100   // keys shown; the rest are counted
+	PreviewURLPath    = 1000  // a URL's scheme+host+path longer than this is folded like text
 )
 
-// PreviewLine is one argument key and its shortened value.
+// PreviewLine is one argument key and its value, whole or folded.
 type PreviewLine struct {
-	Key       string `json:"key"`
-	Value     string `json:"value"`
+	Key   string `json:"key"`
+	Value string `json:"value"` // the whole value, or its beginning when Shortened
+	// Tail is the end of a folded value: what lies between Value and Tail
+	// is not kept. A preview stored before values were folded has
+	// Shortened set and no Tail: it kept the beginning only.
+	Tail      string `json:"tail,omitempty"`
 	Length    int    `json:"length"`    // characters in the full value
-	Shortened bool   `json:"shortened"` // Value is the beginning of it
+	Shortened bool   `json:"shortened"` // Value (and Tail) leave part of it out
 	// Hidden is set when the full key or value — not only the part kept —
 	// holds characters a reader cannot see (see Visible), so the card warns
 	// even when they sit beyond the cut.
@@ -48,10 +58,14 @@ type ArgumentPreview struct {
 	// MoreDestinations names the keys beyond the shown lines that usually
 	// say where data goes (bcc, url…), shortened like a key.
 	MoreDestinations []string `json:"more_destinations,omitempty"`
+	// Destinations lists what each destination-like argument names, every
+	// item of it, read from the whole value (see checkWhole).
+	Destinations []Destination `json:"destinations,omitempty"`
 	// LookAlike lists every host name with look-alike characters found in
 	// any destination-like value read in full, shown or not.
 	LookAlike    []HostCheck `json:"look_alike,omitempty"`
 	Raw          string      `json:"raw,omitempty"`
+	RawTail      string      `json:"raw_tail,omitempty"` // the end of folded raw text (see PreviewLine.Tail)
 	RawLength    int         `json:"raw_length,omitempty"`
 	RawShortened bool        `json:"raw_shortened,omitempty"`
 	RawHidden    bool        `json:"raw_hidden,omitempty"` // the full raw text holds hidden characters
@@ -65,36 +79,103 @@ func KeyNote(length int) string {
 	return "(key of " + strconv.Itoa(length) + " characters, shown in part)"
 }
 
-// ShortNote is the words shown under a shortened value.
-func ShortNote(length int) string {
-	return "(showing part of " + strconv.Itoa(length) + " characters)"
+// ShortNote is the words shown under a value stored, before values were
+// folded, with its beginning only: it says the end is not shown.
+func ShortNote(kept, length int) string {
+	return "(showing the first " + strconv.Itoa(kept) + " of " + strconv.Itoa(length) + " characters; the end is not shown)"
+}
+
+// FoldNote is the words in the fold of a value that keeps its beginning
+// and end.
+func FoldNote(hidden int) string {
+	if hidden == 1 {
+		return "1 character hidden"
+	}
+	return strconv.Itoa(hidden) + " characters hidden"
+}
+
+// Folded reports whether the line keeps the value's beginning and end with
+// the middle left out.
+func (l PreviewLine) Folded() bool { return l.Shortened && l.Tail != "" }
+
+// Left is how many characters of the value the line leaves out.
+func (l PreviewLine) Left() int {
+	return max(l.Length-utf8.RuneCountInString(l.Value)-utf8.RuneCountInString(l.Tail), 0)
+}
+
+// RawLeft is how many characters of the raw text the preview leaves out.
+func (p ArgumentPreview) RawLeft() int {
+	return max(p.RawLength-utf8.RuneCountInString(p.Raw)-utf8.RuneCountInString(p.RawTail), 0)
 }
 
 // Preview builds the reviewer's view of a.
 func Preview(a Arguments) ArgumentPreview {
 	if !a.Parsed {
-		raw, n, short := shorten(a.Raw, PreviewValueChars)
-		return ArgumentPreview{Raw: raw, RawLength: n, RawShortened: short, Problem: a.Problem,
+		head, tail, n, short := fold(printable(a.Raw), PreviewWholeChars)
+		return ArgumentPreview{Raw: head, RawTail: tail, RawLength: n, RawShortened: short, Problem: a.Problem,
 			RawHidden: HasHidden(a.Raw, MultiLine)}
 	}
 	p := ArgumentPreview{Parsed: true, Lines: make([]PreviewLine, 0, min(len(a.Members), PreviewMaxLines))}
-	for i, m := range a.Members {
-		if i == PreviewMaxLines {
-			p.MoreKeys = len(a.Members) - PreviewMaxLines
-			break
-		}
+	shown := a.Members[:min(len(a.Members), PreviewMaxLines)]
+	texts := make([]string, len(shown))
+	lengths := make([]int, len(shown))
+	for i, m := range shown {
+		texts[i] = printable(valueText(m.Value))
+		lengths[i] = utf8.RuneCountInString(texts[i])
+	}
+	keep := allowances(lengths)
+	for i, m := range shown {
 		key, keyLen, keyShort := shorten(m.Key, PreviewKeyChars)
-		full := valueText(m.Value)
-		val, n, short := shortenValue(full)
-		hidden := HasHidden(m.Key, SingleLine) || HasHidden(full, MultiLine)
-		line := PreviewLine{Key: key, Value: val, Length: n, Shortened: short, Hidden: hidden}
+		head, tail, n, short := foldValue(texts[i], keep[i])
+		hidden := HasHidden(m.Key, SingleLine) || HasHidden(texts[i], MultiLine)
+		line := PreviewLine{Key: key, Value: head, Tail: tail, Length: n, Shortened: short, Hidden: hidden}
 		if keyShort {
 			line.KeyShortened, line.KeyLength = true, keyLen
 		}
 		p.Lines = append(p.Lines, line)
 	}
+	if len(a.Members) > PreviewMaxLines {
+		p.MoreKeys = len(a.Members) - PreviewMaxLines
+	}
 	checkWhole(&p, a.Members)
 	return p
+}
+
+// allowances is how many characters of each value are kept: each whole up
+// to PreviewWholeChars; when together they pass PreviewCardChars, the
+// longest are folded first, all down to one level (never below
+// PreviewFoldChars), so that short values stay whole.
+func allowances(lengths []int) []int {
+	out := make([]int, len(lengths))
+	total := 0
+	for i, n := range lengths {
+		out[i] = min(n, PreviewWholeChars)
+		total += out[i]
+	}
+	if total <= PreviewCardChars {
+		return out
+	}
+	sum := func(level int) int {
+		t := 0
+		for _, n := range out {
+			t += min(n, level)
+		}
+		return t
+	}
+	// The highest level whose sum fits: sum grows with the level.
+	lo, hi := PreviewFoldChars, PreviewWholeChars
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if sum(mid) <= PreviewCardChars {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for i := range out {
+		out[i] = min(out[i], lo)
+	}
+	return out
 }
 
 // valueText renders a JSON value for people: strings as their text,
@@ -117,21 +198,37 @@ func valueText(v jsontext.Value) string {
 	return string(v)
 }
 
-// shortenValue keeps a URL's scheme, host and path whole and shortens only
-// its query and fragment; anything else keeps its beginning.
-func shortenValue(s string) (string, int, bool) {
-	s = printable(s)
-	n := utf8.RuneCountInString(s)
-	if n <= PreviewValueChars {
-		return s, n, false
+// foldValue keeps a value whole when it has at most keep characters; else
+// its beginning and its end, with the middle left out. A URL's scheme,
+// host and path stay whole in the beginning (unless the path itself is
+// very long).
+func foldValue(s string, keep int) (head, tail string, n int, folded bool) {
+	tailN := max(keep/4, 1)
+	headN := keep - tailN
+	if h, _, ok := splitURL(s); ok {
+		if hn := utf8.RuneCountInString(h); hn <= PreviewURLPath {
+			headN = max(headN, hn+24)
+		}
 	}
-	if head, tail, ok := splitURL(s); ok && utf8.RuneCountInString(head) <= PreviewURLPath {
-		room := max(PreviewValueChars-utf8.RuneCountInString(head), 24)
-		t, _, _ := shorten(tail, room)
-		return head + t, n, true
+	return cut(s, headN, tailN)
+}
+
+// fold keeps s whole when it has at most keep characters; else its first
+// three quarters of keep and its last quarter. s is already printable.
+func fold(s string, keep int) (head, tail string, n int, folded bool) {
+	tailN := max(keep/4, 1)
+	return cut(s, keep-tailN, tailN)
+}
+
+// cut keeps s whole when it has at most headN+tailN characters; else its
+// first headN and last tailN characters.
+func cut(s string, headN, tailN int) (head, tail string, n int, folded bool) {
+	n = utf8.RuneCountInString(s)
+	if n <= headN+tailN {
+		return s, "", n, false
 	}
-	out, _, short := shorten(s, PreviewValueChars)
-	return out, n, short
+	r := []rune(s)
+	return string(r[:headN]), string(r[n-tailN:]), n, true
 }
 
 // splitURL splits an absolute http(s) URL into scheme+host+path and the

@@ -98,18 +98,18 @@ func TestStillInbox(t *testing.T) {
 	})
 
 	t.Run("ExpandShortenedValue", func(t *testing.T) {
-		long := strings.Repeat("lorem ipsum ", 100) + "THE-END"
+		long := strings.Repeat("lorem ipsum ", 300) + "THE-MIDDLE " + strings.Repeat("lorem ipsum ", 200) + "THE-END"
 		c := call("mail", "send_email", `{"to":"a@acme.example","body":"`+long+`"}`)
 		res := gate(rt, c)
 		sel := cardFor(t, ctx, e, c.CallID)
-		if strings.Contains(text(t, ctx, sel+` dl.args`), "THE-END") {
-			t.Fatal("the value was not shortened")
+		if got := text(t, ctx, sel+` dl.args`); strings.Contains(got, "THE-MIDDLE") || !strings.Contains(got, "THE-END") {
+			t.Fatal("the value was not folded, or its end is not shown")
 		}
 		if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(sel+` [data-testid="expand"]`)), chromedp.KeyEvent(kb.Enter)); err != nil {
 			t.Fatal(err)
 		}
 		poll(t, `!!document.querySelector('`+sel+` [data-testid="expanded"]')`, "the value did not expand")
-		if got := text(t, ctx, sel+` dl.args`); !strings.Contains(got, "THE-END") || !strings.Contains(got, "Full text, 1207 characters") {
+		if got := text(t, ctx, sel+` dl.args`); !strings.Contains(got, "THE-END") || !strings.Contains(got, "THE-MIDDLE") || !strings.Contains(got, "Full text, 6018 characters") {
 			t.Fatalf("expanded text: %q", got)
 		}
 		if !eval[bool](t, ctx, `document.activeElement.matches('dd[id^="value-"]')`) {

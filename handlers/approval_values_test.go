@@ -27,17 +27,20 @@ func fullArgumentRows(t *testing.T, l *loop, id string) int {
 	return n
 }
 
-// A shortened value can be expanded to its full text by its owner, while
-// the item waits; the text is escaped and hidden characters are markers.
+// A folded value can be expanded to its full text by its owner, while the
+// item waits; the text is escaped and hidden characters are markers.
 func TestApprovalValueExpands(t *testing.T) {
 	l := newLoop(t)
-	long := strings.Repeat("a", 1500) + "<img src=x onerror=alert(1)>" + "\u202e" + "TAIL-END"
+	long := strings.Repeat("a", 3500) + "<img src=x onerror=alert(1)>" + "\u202e" + "MIDDLE" + strings.Repeat("z", 1500) + "TAIL-END"
 	id := l.pending(t, l.call("mail", "send_email", `{"to":"a@acme.example","body":"`+long+`"}`))
 
 	t.Run("CardOffersIt", func(t *testing.T) {
 		_, body := l.Member.Get("/")
-		if !strings.Contains(body, `href="/approvals/`+id+`/values/1"`) || !strings.Contains(body, "Show all 1537 characters") {
-			t.Fatal("no expand link on the shortened value")
+		if !strings.Contains(body, `href="/approvals/`+id+`/values/1"`) || !strings.Contains(body, "947 characters hidden — show") {
+			t.Fatal("no expand link on the folded value")
+		}
+		if !strings.Contains(body, "zzzTAIL-END") || strings.Contains(body, "MIDDLE") {
+			t.Fatal("the end is not shown, or the middle is not folded")
 		}
 		if strings.Contains(body, `/approvals/`+id+`/values/0"`) {
 			t.Fatal("expand link on a value that was not shortened")
@@ -45,10 +48,10 @@ func TestApprovalValueExpands(t *testing.T) {
 	})
 	t.Run("OK", func(t *testing.T) {
 		resp, body := getHTMX(l.Member, l.BaseURL, "/approvals/"+id+"/values/1")
-		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "TAIL-END") || !strings.Contains(body, "Full text, 1537 characters") {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "MIDDLE") || !strings.Contains(body, "Full text, 5043 characters") {
 			t.Fatalf("expand: %d\n%s", resp.StatusCode, body)
 		}
-		if strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img src=x") {
+		if strings.Contains(body, "<img") || !strings.Contains(body, "&lt;img") {
 			t.Fatal("not escaped:", body)
 		}
 		if strings.Contains(body, "\u202e") || !strings.Contains(body, "⟨U+202E⟩") || !strings.Contains(body, `<bdi class="untrusted">`) {
@@ -73,7 +76,7 @@ func TestApprovalValueExpands(t *testing.T) {
 		admin := l.NewBrowser()
 		admin.SignIn("admin")
 		resp, body := getHTMX(admin, l.BaseURL, "/approvals/"+id+"/values/1")
-		if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "TAIL-END") {
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "MIDDLE") {
 			t.Fatalf("another user: %d", resp.StatusCode)
 		}
 		if !strings.Contains(l.Logs(), "full value refused") {
@@ -89,7 +92,7 @@ func TestApprovalValueExpands(t *testing.T) {
 			t.Fatalf("full text kept after the decision: %d rows", n)
 		}
 		resp, body := getHTMX(l.Member, l.BaseURL, "/approvals/"+id+"/values/1")
-		if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "TAIL-END") || !strings.Contains(body, "no longer waiting") {
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "MIDDLE") || !strings.Contains(body, "no longer waiting") {
 			t.Fatalf("after the decision: %d %s", resp.StatusCode, body)
 		}
 	})
@@ -115,7 +118,7 @@ func TestApprovalValueExpands(t *testing.T) {
 		}
 	})
 	t.Run("RawArguments", func(t *testing.T) {
-		raw := `{"broken": "` + strings.Repeat("b", 600) + `END`
+		raw := `{"broken": "` + strings.Repeat("b", 6000) + `END`
 		rid := l.pending(t, l.call("mail", "send_email", raw))
 		resp, body := getHTMX(l.Member, l.BaseURL, "/approvals/"+rid+"/values/raw")
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "bEND") {

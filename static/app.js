@@ -1,14 +1,21 @@
 // Countersign's own script: only progressive enhancement. Every page works
 // without it; htmx and its SSE extension do the live updates.
 (function () {
-  function setLive(on) {
+  // The live indicator says whether the event stream is open. The state is
+  // kept, so that an indicator swapped in later (a request page's detail
+  // is reloaded with one) says it too instead of "Connecting…".
+  var live = null;
+  function showLive() {
+    if (live === null) { return; }
     document.querySelectorAll('[data-live]').forEach(function (el) {
-      el.classList.toggle('on', on);
-      el.textContent = on ? 'Live' : 'Reconnecting…';
+      el.classList.toggle('on', live);
+      el.textContent = live ? 'Live' : 'Reconnecting…';
     });
   }
+  function setLive(on) { live = on; showLive(); }
   document.addEventListener('htmx:sseOpen', function () { setLive(true); });
   document.addEventListener('htmx:sseError', function () { setLive(false); });
+  document.addEventListener('htmx:afterSettle', showLive);
   // A card being answered in this tab is replaced by the answer's
   // confirmation, not removed by the stream's notice of the same decision.
   document.addEventListener('htmx:oobBeforeSwap', function (e) {
@@ -74,32 +81,14 @@
   }
   setCount(parseInt(document.body.getAttribute('data-pending'), 10));
 
-  // A request's own page reloads its detail once the request is no longer
-  // waiting: decided here or elsewhere, expired or cancelled.
-  var refocus = false;
-  document.addEventListener('htmx:afterSettle', function () {
-    var outcome = refocus && document.querySelector('#approval-page [data-testid="outcome"]');
-    if (outcome) { refocus = false; outcome.focus(); }
-  });
-  function refreshRequest() {
-    var page = document.querySelector('#approval-page[data-pending]');
-    if (!page || page.getAttribute('data-refreshing')) { return; }
-    page.setAttribute('data-refreshing', '1');
-    // Focus in the part being replaced moves to the outcome, not to nowhere.
-    refocus = page.contains(document.activeElement) && document.activeElement !== document.body;
-    htmx.ajax('GET', window.location.pathname, { target: '#approval-page', select: '#approval-page', swap: 'outerHTML' });
-  }
+  // Each "count" goes on to the page's own behaviours (a request's page
+  // reloads its detail when its item is no longer listed: request.js).
   function onCount(e) {
     var data;
     try { data = JSON.parse(e.data); } catch (err) { return; }
     setCount(data.count);
-    var page = document.querySelector('#approval-page[data-pending]');
-    if (page && (data.ids || []).indexOf(page.getAttribute('data-approval-page')) < 0) { refreshRequest(); }
+    document.dispatchEvent(new CustomEvent('countersign:count', { detail: { count: data.count, ids: data.ids || [] } }));
   }
-  document.addEventListener('htmx:afterSwap', function (e) {
-    var t = e.detail.target;
-    if (t && t.closest && t.id !== 'approval-page' && t.closest('#approval-page[data-pending]')) { refreshRequest(); }
-  });
 
   // Desktop notifications, only after a click on "Notify me"; the choice is
   // remembered in this browser. A notification names the tool and where it
@@ -240,39 +229,40 @@
     li.remove();
   });
 
-  // Times say how long ago or how soon, kept current; the exact local time
-  // and the value as sent are on hover. A call within a minute of its
-  // expiry is marked in words, not by colour alone.
+  // Times say how long ago or how soon, kept current; the exact time in
+  // the reader's own zone, named, and the value as sent are on hover and,
+  // for phones (no hover), on a tap, which shows them in place until the
+  // next tap. A call within a minute of its expiry is marked in words, not
+  // by colour alone.
+  var zoned = { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' };
+  function local(t, opts) {
+    try { return new Date(t).toLocaleString([], opts || zoned); } catch (err) { return new Date(t).toString(); }
+  }
   function relative(t, now) {
     var s = Math.round((t - now) / 1000);
     if (s > 0) {
       if (s < 60) { return 'in ' + s + ' s'; }
       if (s < 3600) { var m = Math.round(s / 60); return 'in ' + m + (m === 1 ? ' minute' : ' minutes'); }
-      return 'at ' + new Date(t).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+      return 'at ' + local(t, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
     }
     s = -s;
     if (s < 45) { return 'just now'; }
     if (s < 3600) { var mm = Math.max(1, Math.round(s / 60)); return mm + (mm === 1 ? ' minute ago' : ' minutes ago'); }
     if (s < 86400) { var h = Math.floor(s / 3600); return h + (h === 1 ? ' hour ago' : ' hours ago'); }
-    return new Date(t).toLocaleString([], { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    return local(t, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
   }
+  function exact(el, t) { return local(t) + ' (sent as ' + el.getAttribute('datetime') + ')'; }
   function tickTimes() {
     var now = Date.now();
-    document.querySelectorAll('time[data-rel]').forEach(function (el) {
+    document.querySelectorAll('time[data-rel], time[data-local]').forEach(function (el) {
       var t = Date.parse(el.getAttribute('datetime'));
       if (isNaN(t)) { return; }
-      var text = relative(t, now);
-      if (el.textContent !== text) { el.textContent = text; }
-      if (!el.getAttribute('data-titled')) {
-        el.setAttribute('data-titled', '1');
-        el.title = new Date(t).toLocaleString() + ' (' + el.getAttribute('datetime') + ')';
+      if (!el.hasAttribute('tabindex')) {
+        el.setAttribute('tabindex', '0');
+        el.title = exact(el, t);
       }
-    });
-    document.querySelectorAll('time[data-local]:not([data-done])').forEach(function (el) {
-      var t = Date.parse(el.getAttribute('datetime'));
-      if (isNaN(t)) { return; }
-      el.setAttribute('data-done', '1');
-      el.textContent = new Date(t).toLocaleString();
+      var text = el.hasAttribute('data-open') ? exact(el, t) : (el.hasAttribute('data-rel') ? relative(t, now) : local(t));
+      if (el.textContent !== text) { el.textContent = text; }
     });
     document.querySelectorAll('li[data-expires]').forEach(function (li) {
       var left = Date.parse(li.getAttribute('data-expires')) - now;
@@ -282,6 +272,15 @@
       if (mark) { mark.hidden = !soon; }
     });
   }
+  function toggleTime(e) {
+    var el = e.target.closest && e.target.closest('time[data-rel][tabindex], time[data-local][tabindex]');
+    if (!el || (e.type === 'keydown' && e.key !== 'Enter' && e.key !== ' ')) { return; }
+    if (e.type === 'keydown') { e.preventDefault(); }
+    el.toggleAttribute('data-open');
+    tickTimes();
+  }
+  document.addEventListener('click', toggleTime);
+  document.addEventListener('keydown', toggleTime);
   tickTimes();
   window.setInterval(tickTimes, 1000);
   document.addEventListener('htmx:afterSettle', tickTimes);
@@ -379,11 +378,6 @@
     var opt = sel.options[sel.selectedIndex];
     var words = sel.value === '0' ? 'until you revoke it' : 'for ' + opt.textContent + ' or until you revoke it';
     sel.form.querySelectorAll('[data-duration-words]').forEach(function (el) { el.textContent = words; });
-  });
-  // An expanded value takes focus, so that reading goes on from it.
-  document.addEventListener('htmx:afterSwap', function (e) {
-    var t = e.detail.target;
-    if (t && t.matches && t.matches('dd[id^="value-"]')) { t.focus(); }
   });
 })();
 

@@ -16,6 +16,10 @@ const (
 	HTMXSSE = "htmx-ext-sse-2.2.4.js"
 	CSS     = "app.css"
 	JS      = "app.js"
+	// Expand and Request are ES modules, one per behaviour: folded values
+	// expanding in place, and a request page's live reload.
+	Expand  = "expand.js"
+	Request = "request.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

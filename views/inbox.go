@@ -108,7 +108,8 @@ func destinationValue(p approval.ArgumentPreview) string {
 }
 
 // DestinationOf picks the argument that names where a call sends data; a
-// URL is named by its host.
+// URL is named by its host. It is a short label (for a notification); the
+// card names every destination (see Touches).
 func DestinationOf(p approval.ArgumentPreview) string {
 	v := destinationValue(p)
 	if u, err := url.Parse(v); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
@@ -118,6 +119,78 @@ func DestinationOf(p approval.ArgumentPreview) string {
 		return string(r[:80]) + "…"
 	}
 	return v
+}
+
+// Touches lists everything the arguments say a call sends to or writes,
+// each destination-like argument with every item it names. A preview
+// stored before it recorded them is read from its lines: every
+// destination-like line, each item of a list, a URL by its host, a folded
+// or shortened value as the text it kept.
+func Touches(p approval.ArgumentPreview) []approval.Destination {
+	if len(p.Destinations) > 0 {
+		return p.Destinations
+	}
+	var out []approval.Destination
+	for _, l := range p.Lines {
+		if !approval.IsDestinationKey(l.Key) || l.Value == "" {
+			continue
+		}
+		d := approval.Destination{Key: l.Key}
+		switch vv := ViewValue(l.Value, l.Shortened); {
+		case l.Shortened:
+			d.Items = []string{l.Value + "…" + l.Tail}
+		case vv.Kind == valueList:
+			d.Items = vv.Items
+		case vv.Kind == valueURL:
+			u, _ := url.Parse(vv.Origin)
+			d.Items = []string{u.Host}
+		default:
+			d.Items = []string{l.Value}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Touches is everything the card's call sends to or writes.
+func (c ApprovalCard) Touches() []approval.Destination { return Touches(c.Preview) }
+
+// toKeys are the destination keys read as "to" before their item.
+var toKeys = []string{"to", "recipient", "recipients", "email", "url", "urls", "destination", "channel", "host", "hosts", "endpoint", "webhook_url"}
+
+func isToKey(key string) bool {
+	for _, k := range toKeys {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// destinationWord is the word before a single destination: "to" for a
+// recipient, a URL or a host, else the argument's own name.
+func destinationWord(key string) string {
+	if isToKey(key) {
+		return "to"
+	}
+	return Marked(key) + ":"
+}
+
+// touchCount says how many items the destinations name, in words.
+func touchCount(ds []approval.Destination) string {
+	n, mail := 0, true
+	for _, d := range ds {
+		n += len(d.Items) + d.More
+		switch strings.ToLower(d.Key) {
+		case "to", "cc", "bcc", "recipient", "recipients", "email":
+		default:
+			mail = false
+		}
+	}
+	if mail {
+		return "to " + plural(n, "recipient")
+	}
+	return "naming " + plural(n, "destination")
 }
 
 // LookAlikeHosts lists the host names in the arguments that say where data
@@ -139,7 +212,7 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 	}
 	for _, l := range c.Preview.Lines {
 		if approval.IsDestinationKey(l.Key) {
-			for _, hc := range approval.LookAlikeHostsIn(l.Value) {
+			for _, hc := range approval.LookAlikeHostsIn(l.Value + " " + l.Tail) {
 				add(hc)
 			}
 		}
@@ -152,7 +225,7 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 // and ids) holds a hidden or direction-changing character.
 func (c ApprovalCard) HasHidden() bool {
 	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.Connector, c.Tool, c.ConversationID, c.TurnID) ||
-		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || c.Preview.MoreHidden || approval.HasHidden(c.Preview.Raw, approval.MultiLine) ||
+		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || c.Preview.MoreHidden || approval.HasHidden(c.Preview.Raw+c.Preview.RawTail, approval.MultiLine) ||
 		c.Agent.HasHidden() || diffHasHidden(c.Diff) {
 		return true
 	}
@@ -167,7 +240,8 @@ func (c ApprovalCard) HasHidden() bool {
 // lineHasHidden reports whether an argument's key or value holds a hidden
 // character, so that its line is flagged.
 func lineHasHidden(l approval.PreviewLine) bool {
-	return l.Hidden || approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine)
+	return l.Hidden || approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine) ||
+		approval.HasHidden(l.Tail, approval.MultiLine)
 }
 
 // scriptsNote names the writing systems a host name mixes, if it does.
@@ -187,10 +261,14 @@ func shortID(s string) string {
 }
 
 // hiddenNote says where a flagged line's hidden characters are: in what is
-// shown (as markers), or only in the part of a long value that was cut.
+// shown (as markers), or only in the part of a long value that is folded.
 func hiddenNote(l approval.PreviewLine) string {
-	if approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine) {
+	if approval.HasHidden(l.Key, approval.SingleLine) || approval.HasHidden(l.Value, approval.MultiLine) ||
+		approval.HasHidden(l.Tail, approval.MultiLine) {
 		return "Holds hidden characters, shown as markers"
+	}
+	if l.Folded() {
+		return "Holds hidden characters in the folded part: show it to read them"
 	}
 	return "Holds hidden characters in the part not shown"
 }

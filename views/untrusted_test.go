@@ -76,8 +76,8 @@ func TestCardShowsHiddenCharacters(t *testing.T) {
 		}
 	})
 	t.Run("BeyondTheCut", func(t *testing.T) {
-		html := render(t, Card(card(`{"note":"`+strings.Repeat("a", 300)+"\u202E"+`txt.exe"}`, "")))
-		for _, want := range []string{`data-testid="hidden-warning"`, `class="has-hidden"`, "Holds hidden characters in the part not shown"} {
+		html := render(t, Card(card(`{"note":"`+strings.Repeat("a", 4000)+"\u202E"+strings.Repeat("txt.exe", 300)+`"}`, "")))
+		for _, want := range []string{`data-testid="hidden-warning"`, `class="has-hidden"`, "Holds hidden characters in the folded part"} {
 			if !strings.Contains(html, want) {
 				t.Errorf("card lacks %s:\n%s", want, html)
 			}

@@ -2,10 +2,15 @@ package views
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/a-h/templ"
 
 	"github.com/countersign/countersign/approval"
 )
@@ -103,28 +108,74 @@ func structureSummary(v ValueView) string {
 	return plural(v.Count, "key")
 }
 
-// Recipients lists where a call sends data, each on its own: the items of
-// a list value (addresses, say), a URL's host, or the value itself.
+// Recipients lists everything a call sends to or writes, each item on its
+// own: every address in to, cc and bcc, every host, every path.
 func Recipients(p approval.ArgumentPreview) []string {
-	v := destinationValue(p)
-	if v == "" {
-		return nil
+	var out []string
+	for _, d := range Touches(p) {
+		out = append(out, d.Items...)
 	}
-	shortened := false
-	for _, l := range p.Lines {
-		if l.Value == v {
-			shortened = l.Shortened
-			break
+	return out
+}
+
+// UntrustedValue is UntrustedText for an argument value read as tokens:
+// each run of text between white space is kept on one line where it fits
+// (so that "bash -s -- --yes" never breaks inside "--"), and a token
+// longer than a line still wraps within itself. Hidden characters are
+// markers inside their token.
+func UntrustedValue(s string) templ.Component {
+	v := approval.Visible(s, approval.MultiLine)
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		var b strings.Builder
+		b.WriteString(`<bdi class="untrusted">`)
+		open := false
+		start := func() {
+			if !open {
+				b.WriteString(`<span class="tok">`)
+				open = true
+			}
 		}
-	}
-	switch vv := ViewValue(v, shortened); vv.Kind {
-	case valueList:
-		return vv.Items
-	case valueURL:
-		u, _ := url.Parse(vv.Origin)
-		return []string{u.Host}
-	}
-	return []string{DestinationOf(p)}
+		stop := func() {
+			if open {
+				b.WriteString(`</span>`)
+				open = false
+			}
+		}
+		for _, r := range v.Runs {
+			if r.Hidden {
+				start()
+				b.WriteString(`<span class="hidden-char" title="`)
+				b.WriteString(templ.EscapeString("Hidden character: " + r.Name))
+				b.WriteString(`">`)
+				b.WriteString(templ.EscapeString(r.Text))
+				b.WriteString(`</span>`)
+				continue
+			}
+			for len(r.Text) > 0 {
+				i := strings.IndexFunc(r.Text, unicode.IsSpace)
+				if i != 0 {
+					if i < 0 {
+						i = len(r.Text)
+					}
+					start()
+					b.WriteString(templ.EscapeString(r.Text[:i]))
+					r.Text = r.Text[i:]
+					continue
+				}
+				j := strings.IndexFunc(r.Text, func(c rune) bool { return !unicode.IsSpace(c) })
+				if j < 0 {
+					j = len(r.Text)
+				}
+				stop()
+				b.WriteString(templ.EscapeString(r.Text[:j]))
+				r.Text = r.Text[j:]
+			}
+		}
+		stop()
+		b.WriteString(`</bdi>`)
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
 }
 
 // FullValueView is one argument value as its owner expanded it.

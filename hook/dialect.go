@@ -63,7 +63,10 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 	if err := require([2]string{"session_id", in.SessionID}, [2]string{"tool_name", in.ToolName}); err != nil {
 		return client.Call{}, Target{}, err
 	}
-	t := d.agent.target(in.ToolName)
+	t, err := d.agent.target(in.ToolName)
+	if err != nil {
+		return client.Call{}, Target{}, err
+	}
 	args, err := in.arguments()
 	if err != nil {
 		return client.Call{}, Target{}, err

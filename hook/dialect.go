@@ -67,7 +67,7 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 	if err != nil {
 		return client.Call{}, Target{}, err
 	}
-	args, err := in.arguments()
+	args, reason, err := in.arguments(t.said)
 	if err != nil {
 		return client.Call{}, Target{}, err
 	}
@@ -88,7 +88,7 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 		turn = in.SessionID
 	}
 	return client.Call{CallID: callID, User: user, ConversationID: in.SessionID, TurnID: turn,
-		Connector: t.Connector, Tool: t.Tool, Arguments: args, AttachToPending: true}, t, nil
+		Connector: t.Connector, Tool: t.Tool, Arguments: args, Reason: reason, AttachToPending: true}, t, nil
 }
 
 // Decisions the hook writes.

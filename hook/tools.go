@@ -115,13 +115,30 @@ var (
 	codex      = agent{"codex", "Codex", codexCatalogVersion}
 )
 
+// reserved are the connectors of the agents' own tools. An MCP server of
+// such a name is registered as "mcp-" and its name, so that its tools can
+// never borrow a built-in's policy (mcp__claude-code__Read is not Read).
+var reserved = map[string]bool{claudeCode.connector: true, codex.connector: true}
+
+// ReservedConnector reports whether name is an agent's own connector, which
+// only that agent's built-in tools may use.
+func ReservedConnector(name string) bool { return reserved[name] }
+
+// MCPConnector is the connector of the MCP server named server.
+func MCPConnector(server string) string {
+	if reserved[server] {
+		return "mcp-" + server
+	}
+	return server
+}
+
 // target maps an agent's tool name to the catalog. MCP tools, named
-// mcp__<server>__<tool>, belong to the connector <server>; everything else
-// is the agent's own.
+// mcp__<server>__<tool>, belong to the connector MCPConnector(<server>);
+// everything else is the agent's own.
 func (a agent) target(name string) (Target, error) {
 	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
 		if server, tool, ok := strings.Cut(rest, "__"); ok && server != "" && tool != "" {
-			return Target{Connector: server, Tool: tool, Registration: client.ToolRegistration{
+			return Target{Connector: MCPConnector(server), Tool: tool, Registration: client.ToolRegistration{
 				Name: tool, ConnectorDisplayName: server, ConnectorKind: "connector"}}, nil
 		}
 	}

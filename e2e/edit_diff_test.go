@@ -75,7 +75,7 @@ func TestHookEditDiffOnCard(t *testing.T) {
 	runHookBinary(t, bin, env, claude("toolu_write", "Write", map[string]any{"file_path": notes,
 		"content": "deploy any day\nkeep backups\n"}))
 	patch := "*** Begin Patch\n*** Update File: app.py\n@@ def greet():\n-    print('hi')\n+    print('hello, world')\n*** Add File: docs/notes.md\n+# Notes\n+Written by the agent.\n*** End Patch"
-	runHookBinary(t, bin, env, map[string]any{"session_id": "codex-e2e", "turn_id": "t1", "hook_event_name": "PermissionRequest",
+	runHookBinary(t, bin, env, map[string]any{"session_id": "codex-e2e", "turn_id": "t1", "hook_event_name": "PreToolUse", "tool_use_id": "call-patch-1",
 		"tool_name": "apply_patch", "tool_input": map[string]any{"command": patch}, "cwd": dir}, "--dialect", "codex")
 
 	idOf := func(tool string) string {

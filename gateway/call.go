@@ -48,12 +48,23 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		Runtime: g.runtime(ctx)}
 	out, err := g.gate(ctx, req, call)
 	if err != nil {
-		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", err)
+		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", g.redact(err.Error()))
 	}
 	if !out.Allowed {
+		out.Message = g.redact(out.Message)
 		return refused(out), nil
 	}
 	return g.forward(ctx, p, args)
+}
+
+// redact replaces the API key in a message from elsewhere (the server,
+// the network) before the client or the log sees it: the model reads the
+// results, and a client may show the gateway's log to it too.
+func (g *Gateway) redact(s string) string {
+	if k := g.opt.Client.APIKey; len(k) >= 8 {
+		return strings.ReplaceAll(s, k, "[API key]")
+	}
+	return s
 }
 
 // arguments is the argument object as the client sent it, without
@@ -92,8 +103,12 @@ func usableID(s string) bool {
 // waits, the client is shown the item's link (progress, URL elicitation).
 // It is one check, followed by waiting on that very item: asking again
 // could open a new item if the person decided in between.
+//
+// The whole check is bounded too: a Countersign that accepts the request
+// and never answers must not hold the client's call until the client gives
+// up (the call does not run either way; this way the model is told).
 func (g *Gateway) gate(ctx context.Context, req *mcp.CallToolRequest, call client.Call) (client.Outcome, error) {
-	ctx, stop := context.WithCancel(ctx)
+	ctx, stop := context.WithTimeout(ctx, g.opt.Hold+max(g.opt.Hold/5, 2*time.Second))
 	defer stop() // ends the progress notifications and the elicitation
 	return g.opt.Client.GateNotify(ctx, call, g.opt.Hold, func(pending client.Outcome) {
 		g.whileWaiting(ctx, req, pending)

@@ -24,6 +24,7 @@ require (
 	github.com/wneessen/go-mail v0.8.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/oauth2 v0.38.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

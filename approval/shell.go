@@ -1,0 +1,411 @@
+package approval
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// ShellView is what a shell command line does, read by a real shell parser
+// without expanding or running anything: its simple commands in the order
+// written, nested ones included, and what a reviewer must not miss, in
+// words. The card shows it and policy conditions test it
+// (shell_commands), so it is parsed once, by ParseShell, into plain data.
+type ShellView struct {
+	Parsed bool `json:"parsed"`
+	// Problem is the parser's message when the command did not parse; the
+	// reviewer then reads the raw text whole.
+	Problem  string         `json:"problem,omitempty"`
+	Commands []ShellCommand `json:"commands,omitempty"`
+	Flags    []ShellFlag    `json:"flags,omitempty"`
+	// Hosts are the network destinations the command names, in order and
+	// without repeats.
+	Hosts []HostCheck `json:"hosts,omitempty"`
+	// Incomplete is set when a nested payload (`bash -c '…'`, `eval …`,
+	// a here-doc fed to a shell) could not be read: it did not parse or is
+	// nested too deep. A policy condition then fails closed.
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Shortened is set when the stored view keeps only part of the parse
+	// (see Bounded); the flags were computed on the whole of it.
+	Shortened bool `json:"shortened,omitempty"`
+}
+
+// ShellCommand is one simple command: its words as written, the operator
+// that joins it to the next one at its level, where it sits, and its
+// redirections.
+type ShellCommand struct {
+	Words []ShellWord `json:"words"`
+	// Joiner is "|", "|&", "&&", "||", ";" or "&" (run in the background);
+	// empty when nothing follows.
+	Joiner string `json:"joiner,omitempty"`
+	// In says where the command sits (a ShellPlace); empty at the top level.
+	In ShellPlace `json:"in,omitempty"`
+	// Depth is how deeply it is nested: 0 at the top level.
+	Depth     int             `json:"depth,omitempty"`
+	Redirects []ShellRedirect `json:"redirects,omitempty"`
+	Negated   bool            `json:"negated,omitempty"` // `! cmd`
+}
+
+// ShellWord is one word of a simple command.
+type ShellWord struct {
+	Text string `json:"text"` // as written, quotes and all
+	// Literal is set when the word's value is fixed by the text alone
+	// (plain, quoted or escaped characters, no expansion); Value is then
+	// that value with quotes and escapes removed.
+	Literal bool   `json:"literal,omitempty"`
+	Value   string `json:"value,omitempty"`
+	// Assign marks a leading variable assignment (NAME=value).
+	Assign bool `json:"assign,omitempty"`
+}
+
+// ShellRedirect is one redirection: its operator (with a file descriptor
+// number when written, as in "2>") and its target; for a here-document
+// the target is its delimiter and Lines counts its body.
+type ShellRedirect struct {
+	Op     string    `json:"op"`
+	Target ShellWord `json:"target"`
+	Lines  int       `json:"lines,omitempty"`
+}
+
+// ShellPlace says where a nested command sits.
+type ShellPlace string
+
+// Places of nested commands.
+const (
+	PlaceTop          ShellPlace = ""
+	PlaceSubshell     ShellPlace = "subshell"     // ( … )
+	PlaceGroup        ShellPlace = "group"        // { …; }
+	PlaceSubstitution ShellPlace = "substitution" // $( … ) or backticks
+	PlaceProcess      ShellPlace = "process"      // <( … ) or >( … )
+	PlaceHereDoc      ShellPlace = "here-doc"     // in a here-document's body
+	PlacePayload      ShellPlace = "shell -c"     // bash -c '…' and the like
+	PlaceEval         ShellPlace = "eval"         // eval '…'
+	PlaceControl      ShellPlace = "control"      // if, while, for, case
+	PlaceFunction     ShellPlace = "function"     // a function's body
+)
+
+// Words names a place for a reviewer.
+func (p ShellPlace) Words() string {
+	switch p {
+	case PlaceSubshell:
+		return "in a subshell ( … )"
+	case PlaceGroup:
+		return "in a group { … }"
+	case PlaceSubstitution:
+		return "inside a command substitution $( … ), run first"
+	case PlaceProcess:
+		return "inside a process substitution <( … )"
+	case PlaceHereDoc:
+		return "inside a here-document"
+	case PlacePayload:
+		return "in a command string given to a shell (-c)"
+	case PlaceEval:
+		return "in a string given to eval"
+	case PlaceControl:
+		return "inside if / while / for / case"
+	case PlaceFunction:
+		return "in a function's body"
+	}
+	return ""
+}
+
+// Shell parsing limits.
+const (
+	// ShellMaxDepth bounds how deeply payloads (bash -c, eval, here-docs
+	// fed to a shell) are parsed in turn.
+	ShellMaxDepth = 4
+	// ShellMaxInput is the longest command line parsed; a longer one is not
+	// parsed (read it whole).
+	ShellMaxInput = 256 << 10
+)
+
+// ShellUnparsedNote is what a reviewer reads about a command that did not
+// parse.
+const ShellUnparsedNote = "could not be parsed — read it whole"
+
+// ParseShell reads a command line as bash would parse it, without
+// expanding or running anything. workdir is the agent's working directory
+// when the runtime names it ("" when unknown): paths written outside it
+// are flagged.
+func ParseShell(src, workdir string) ShellView {
+	if len(src) > ShellMaxInput {
+		return ShellView{Problem: "the command is too long to read here"}
+	}
+	file, err := parseShellText(src)
+	if err != nil {
+		return ShellView{Problem: err.Error()}
+	}
+	w := &shellWalker{workdir: workdir}
+	w.stmts(src, file.Stmts, 0, PlaceTop, nil)
+	v := ShellView{Parsed: true, Commands: w.cmds, Incomplete: w.incomplete}
+	v.Flags, v.Hosts = shellFlags(w)
+	return v
+}
+
+func parseShellText(src string) (*syntax.File, error) {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+}
+
+// shellWalker collects the simple commands of one parse, nested payloads
+// included.
+type shellWalker struct {
+	workdir    string
+	cmds       []ShellCommand
+	incomplete bool
+	// pipes are the ranges of commands on either side of each pipe:
+	// [from, mid) writes into [mid, to).
+	pipes [][3]int
+	// wordSubs maps a command's index to the range of the commands nested
+	// in its words' substitutions.
+	wordSubs map[int][2]int
+	// hereScripts lists the shells fed a script by a here-document.
+	hereScripts []string
+	// unreadable lists payloads that could not be read, as written.
+	unreadable []string
+}
+
+// stmts walks a list of statements; it returns the index of the last
+// command at this level (-1 when none), whose joiner a caller may set.
+func (w *shellWalker) stmts(src string, list []*syntax.Stmt, depth int, in ShellPlace, redirs []ShellRedirect) int {
+	last := -1
+	for i, s := range list {
+		if l := w.stmt(src, s, depth, in, redirs); l >= 0 {
+			last = l
+			if s.Background {
+				w.cmds[l].Joiner = "&"
+			} else if i < len(list)-1 {
+				w.cmds[l].Joiner = ";"
+			}
+		}
+	}
+	return last
+}
+
+// stmt walks one statement; its redirections apply to every command in it.
+func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace, inherited []ShellRedirect) int {
+	redirs := append([]ShellRedirect(nil), inherited...)
+	for _, r := range s.Redirs {
+		redirs = append(redirs, redirect(src, r))
+	}
+	last := -1
+	switch c := s.Cmd.(type) {
+	case *syntax.CallExpr:
+		last = w.call(src, c, s, depth, in, redirs)
+	case *syntax.BinaryCmd:
+		start := len(w.cmds)
+		x := w.stmt(src, c.X, depth, in, redirs)
+		mid := len(w.cmds)
+		if x >= 0 {
+			w.cmds[x].Joiner = c.Op.String()
+		}
+		last = w.stmt(src, c.Y, depth, in, redirs)
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			w.pipes = append(w.pipes, [3]int{start, mid, len(w.cmds)})
+		}
+	case *syntax.Subshell:
+		last = w.stmts(src, c.Stmts, depth+1, PlaceSubshell, redirs)
+	case *syntax.Block:
+		last = w.stmts(src, c.Stmts, depth+1, PlaceGroup, redirs)
+	case *syntax.FuncDecl:
+		w.stmt(src, c.Body, depth+1, PlaceFunction, redirs)
+	default:
+		// if, while, for, case, [[ ]], (( )), declare…: every command and
+		// substitution inside counts, wherever it sits.
+		w.nested(src, s.Cmd, depth+1, PlaceControl)
+	}
+	if last >= 0 && s.Negated {
+		w.cmds[last].Negated = true
+	}
+	// Substitutions in redirection targets and here-document bodies run too.
+	for _, r := range s.Redirs {
+		if r.Word != nil {
+			w.substitutions(src, r.Word, depth+1)
+		}
+		if r.Hdoc != nil {
+			w.hereDoc(src, r.Hdoc, depth+1)
+		}
+	}
+	return last
+}
+
+// nested walks the statements inside a compound command other than a
+// subshell or a group, each at the given depth.
+func (w *shellWalker) nested(src string, n syntax.Node, depth int, in ShellPlace) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.Stmt:
+			w.stmt(src, x, depth, in, nil)
+			return false
+		case *syntax.CmdSubst:
+			w.stmts(src, x.Stmts, depth, PlaceSubstitution, nil)
+			return false
+		case *syntax.ProcSubst:
+			w.stmts(src, x.Stmts, depth, PlaceProcess, nil)
+			return false
+		}
+		return true
+	})
+}
+
+// substitutions walks the commands of every $( … ), backtick and <( … )
+// inside a word.
+func (w *shellWalker) substitutions(src string, word *syntax.Word, depth int) {
+	syntax.Walk(word, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			w.stmts(src, x.Stmts, depth, PlaceSubstitution, nil)
+			return false
+		case *syntax.ProcSubst:
+			w.stmts(src, x.Stmts, depth, PlaceProcess, nil)
+			return false
+		}
+		return true
+	})
+}
+
+// hereDoc walks the substitutions in a here-document's body: in an
+// unquoted here-document they run when the command does.
+func (w *shellWalker) hereDoc(src string, body *syntax.Word, depth int) {
+	syntax.Walk(body, func(n syntax.Node) bool {
+		if x, ok := n.(*syntax.CmdSubst); ok {
+			w.stmts(src, x.Stmts, depth, PlaceHereDoc, nil)
+			return false
+		}
+		return true
+	})
+}
+
+// call records one simple command, then the commands nested in its words
+// and in the payloads it hands to a shell or to eval.
+func (w *shellWalker) call(src string, c *syntax.CallExpr, s *syntax.Stmt, depth int, in ShellPlace, redirs []ShellRedirect) int {
+	cmd := ShellCommand{In: in, Depth: depth, Redirects: redirs}
+	for _, a := range c.Assigns {
+		cmd.Words = append(cmd.Words, ShellWord{Text: nodeText(src, a), Assign: true})
+	}
+	for _, a := range c.Args {
+		cmd.Words = append(cmd.Words, word(src, a))
+	}
+	idx := len(w.cmds)
+	w.cmds = append(w.cmds, cmd)
+	for _, a := range c.Assigns {
+		if a.Value != nil {
+			w.substitutions(src, a.Value, depth+1)
+		}
+	}
+	for _, a := range c.Args {
+		w.substitutions(src, a, depth+1)
+	}
+	if len(w.cmds) > idx+1 {
+		if w.wordSubs == nil {
+			w.wordSubs = map[int][2]int{}
+		}
+		w.wordSubs[idx] = [2]int{idx + 1, len(w.cmds)}
+	}
+	w.payload(cmd, s, depth)
+	return idx
+}
+
+// payload parses, in turn, what a command hands to a shell as a script:
+// the string of `bash -c '…'`, the words of `eval …`, or a here-document
+// or here-string fed to a shell's input.
+func (w *shellWalker) payload(cmd ShellCommand, s *syntax.Stmt, depth int) {
+	words, _ := unwrap(cmd.Words)
+	if len(words) == 0 {
+		return
+	}
+	name := commandName(words[0])
+	var text string
+	var place ShellPlace
+	var ok bool
+	switch {
+	case name == "eval":
+		place = PlaceEval
+		text, ok = joinValues(words[1:])
+	case isShell(name):
+		i := shellCArg(words)
+		switch {
+		case i > 0 && i < len(words):
+			place, text, ok = PlacePayload, words[i].Value, words[i].Literal
+		case i > 0:
+			return // `bash -c` with nothing to run fails on its own
+		case scriptArg(words) > 0:
+			return // runs a script file: its text is not in the call
+		default:
+			var found bool
+			if text, found, ok = hereInput(s); !found {
+				return // reads its script from a pipe or the terminal (see the pipe flags)
+			}
+			place = PlaceHereDoc
+			w.hereScripts = append(w.hereScripts, joinTexts(cmd.Words))
+		}
+	default:
+		return
+	}
+	if !ok {
+		w.incomplete = true
+		w.unreadable = append(w.unreadable, joinTexts(words))
+		return
+	}
+	if depth+1 > ShellMaxDepth {
+		w.incomplete = true
+		w.unreadable = append(w.unreadable, joinTexts(words))
+		return
+	}
+	file, err := parseShellText(text)
+	if err != nil {
+		w.incomplete = true
+		w.unreadable = append(w.unreadable, joinTexts(words))
+		return
+	}
+	w.stmts(text, file.Stmts, depth+1, place, nil)
+}
+
+// hereInput is the script a statement feeds to a shell's input through a
+// here-document or here-string: found when there is one, ok when its text
+// is fixed before it runs (no expansion, no escapes to undo).
+func hereInput(s *syntax.Stmt) (text string, found, ok bool) {
+	for _, r := range s.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc == nil {
+				return "", true, true
+			}
+			text = r.Hdoc.Lit()
+			quoted := r.Word != nil && r.Word.Lit() == ""
+			return text, true, text != "" && (quoted || !strings.Contains(text, "\\"))
+		case syntax.WordHdoc:
+			if r.Word != nil {
+				wd := word("", r.Word)
+				return wd.Value, true, wd.Literal
+			}
+		}
+	}
+	return "", false, false
+}
+
+// redirect is one redirection as written.
+func redirect(src string, r *syntax.Redirect) ShellRedirect {
+	op := r.Op.String()
+	if r.N != nil {
+		op = r.N.Value + op
+	}
+	out := ShellRedirect{Op: op}
+	if r.Word != nil {
+		out.Target = word(src, r.Word)
+	}
+	if r.Hdoc != nil {
+		out.Lines = strings.Count(nodeText(src, r.Hdoc), "\n")
+	}
+	return out
+}
+
+// nodeText is a node's text exactly as written in src.
+func nodeText(src string, n syntax.Node) string {
+	from, to := int(n.Pos().Offset()), int(n.End().Offset())
+	if from < 0 || to > len(src) || from > to {
+		var b strings.Builder
+		_ = syntax.NewPrinter().Print(&b, n)
+		return b.String()
+	}
+	return src[from:to]
+}

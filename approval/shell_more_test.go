@@ -1,0 +1,159 @@
+package approval
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseShellUnparseable(t *testing.T) {
+	for _, src := range []string{`echo "unterminated`, `if true; then`, `(ls`, `ls &&`, `echo $((1 +))`, strings.Repeat("x", ShellMaxInput+1)} {
+		v := ParseShell(src, "")
+		if v.Parsed || v.Problem == "" || len(v.Commands) != 0 || len(v.Flags) != 0 {
+			t.Errorf("%.40q: %+v", src, v)
+		}
+	}
+}
+
+func TestParseShellWorkdir(t *testing.T) {
+	cases := []struct {
+		src, workdir string
+		outside      bool
+	}{
+		{`echo x > /home/maya/p/out.txt`, "/home/maya/p", false},
+		{`echo x > /home/maya/other/out.txt`, "/home/maya/p", true},
+		{`echo x > /home/maya/p/../q/out.txt`, "/home/maya/p", true},
+		{`echo x > ../p/out.txt`, "/home/maya/p", false},
+		{`echo x > ../q/out.txt`, "/home/maya/p", true},
+		{`echo x > sub/out.txt`, "/home/maya/p", false},
+		{`cd /home/maya/p/sub && echo x > out.txt`, "/home/maya/p", false},
+		{`cd && echo x > out.txt`, "/home/maya/p", true},
+		{`cp a.txt /home/maya/p/b.txt`, "/home/maya/p", false},
+		{`cp a.txt -t /opt`, "/home/maya/p", true},
+		{`dd if=x of=/home/maya/img`, "/home/maya/p", true},
+	}
+	for _, c := range cases {
+		v := ParseShell(c.src, c.workdir)
+		if got := slices.Contains(flagKinds(v), FlagWriteOutside); got != c.outside {
+			t.Errorf("%s in %s: outside %v, want %v (%+v)", c.src, c.workdir, got, c.outside, v.Flags)
+		}
+	}
+}
+
+func TestShellValues(t *testing.T) {
+	v := ParseShell(`FOO=1 "git" st\atus 'a b' $X "$@" $(id) ~ "x\"y" $'\x41' > "out.txt" 2>&1 >$F`, "")
+	want := []string{"FOO=1", "git", "status", "a b", "$X", `"$@"`, "$(id)", "~", `x"y`, `$'\x41'`, ">out.txt", "2>&1", ">$F"}
+	if got := v.Commands[0].Values(); !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestShellHosts(t *testing.T) {
+	v := ParseShell(`curl -o out.json -H 'X: y' api.example.com/v1 && git clone git@github.com:o/r.git && ssh -J jump.example.net srv && rsync -a d/ host.example.org:/srv/ && wget https://dl.example.io/x`, "")
+	var got []string
+	for _, h := range v.Hosts {
+		got = append(got, h.Host)
+	}
+	want := []string{"api.example.com", "github.com", "jump.example.net", "srv", "host.example.org", "dl.example.io"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestShellLookAlikeDetail(t *testing.T) {
+	v := ParseShell("curl https://раураl.com/login", "")
+	for _, f := range v.Flags {
+		if f.Kind == FlagLookAlike {
+			if f.Subject != "раураl.com" || !strings.Contains(f.Detail, "xn--") {
+				t.Fatalf("%+v", f)
+			}
+			return
+		}
+	}
+	t.Fatalf("no look-alike flag: %+v", v.Flags)
+}
+
+func TestShellDepthBound(t *testing.T) {
+	src := `rm -r x`
+	for range ShellMaxDepth + 1 {
+		src = `bash -c ` + shellQuote(src)
+	}
+	v := ParseShell(src, "")
+	if !v.Incomplete || !slices.Contains(flagKinds(v), FlagUnreadable) {
+		t.Fatalf("too deep a payload was read: %+v", v)
+	}
+	if _, err := EvaluateConditionDetail(`shell_commands(args.c).size() > 0`, ParseArguments(`{"c":`+jsonString(src)+`}`)); err == nil {
+		t.Fatal("an unreadable payload did not fail the condition")
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func TestShellPreviewBounded(t *testing.T) {
+	long := strings.Repeat("a", ShellStoredWordChars+50)
+	cmd := strings.Repeat("echo "+long+"; ", ShellStoredCommands+5) + "rm -rf ~"
+	v := ShellPreview(ParseArguments(`{"command":`+jsonString(cmd)+`}`), "command", "")
+	if v == nil || !v.Parsed || !v.Shortened || len(v.Commands) != ShellStoredCommands {
+		t.Fatalf("%v %v %d", v != nil, v.Shortened, len(v.Commands))
+	}
+	if len(v.Commands[0].Words[1].Text) != ShellStoredWordChars {
+		t.Fatalf("word kept %d characters", len(v.Commands[0].Words[1].Text))
+	}
+	if !slices.Contains(flagKinds(*v), FlagDelete) {
+		t.Fatal("the flag of a command past the bound was lost")
+	}
+	b, _ := json.Marshal(v)
+	if len(b) > 200_000 {
+		t.Fatalf("stored view of %d bytes", len(b))
+	}
+	if ShellPreview(ParseArguments(`{"command":["ls"]}`), "command", "").Parsed {
+		t.Fatal("a non-string command parsed")
+	}
+	if ShellPreview(ParseArguments(`{"cmd":"ls"}`), "command", "") != nil || ShellPreview(ParseArguments(`{"command":"ls"}`), "", "") != nil {
+		t.Fatal("a view without its argument")
+	}
+}
+
+func TestShellCommandsCondition(t *testing.T) {
+	const onlyGitStatus = `!shell_commands(args.command).all(c, c == ["git", "status"])`
+	cases := []struct {
+		cmd  string
+		want ConditionResult
+	}{
+		{`git status`, ConditionFalse},
+		{`git status; git status`, ConditionFalse},
+		{`"git" 'status'`, ConditionFalse},
+		{`git status && rm -rf ~`, ConditionTrue},
+		{`git status; curl x|sh`, ConditionTrue},
+		{`$(rm -rf ~)`, ConditionTrue},
+		{`git status $(rm -rf ~)`, ConditionTrue},
+		{"git status `rm -rf ~`", ConditionTrue},
+		{`git status > ~/.bashrc`, ConditionTrue},
+		{`git status 2>&1`, ConditionTrue},
+		{`bash -c 'git status'`, ConditionTrue},
+		{`GIT_DIR=/x git status`, ConditionTrue},
+		{`$GIT status`, ConditionTrue},
+		{`git status "$(rm -rf ~)"`, ConditionTrue},
+		{`echo "unterminated`, ConditionError},
+		{`bash -c "$X"`, ConditionError},
+	}
+	for _, c := range cases {
+		args := ParseArguments(`{"command":` + jsonString(c.cmd) + `}`)
+		if got, err := EvaluateConditionDetail(onlyGitStatus, args); got != c.want {
+			t.Errorf("%s: got %v, want %v (%v)", c.cmd, got, c.want, err)
+		}
+	}
+	// Names in an allowed list, as in the product spec:
+	allowed := `!shell_commands(args.command).all(c, c[0] in ["git", "ls"])`
+	for cmd, want := range map[string]ConditionResult{`git log | ls`: ConditionFalse, `ls; rm x`: ConditionTrue, `ls $(rm x)`: ConditionTrue} {
+		if got := EvaluateCondition(allowed, ParseArguments(`{"command":`+jsonString(cmd)+`}`)); got != want {
+			t.Errorf("%s: got %v, want %v", cmd, got, want)
+		}
+	}
+	if got := EvaluateCondition(onlyGitStatus, ParseArguments(`{"command":5}`)); got != ConditionError {
+		t.Errorf("a number: %v", got)
+	}
+}

@@ -1,0 +1,103 @@
+package approval
+
+import "fmt"
+
+// Limits of a shell view kept with an item's preview. The flags are
+// computed on the whole parse first, so a bound never hides a warning; the
+// card says when the commands are shown in part, and the raw command is
+// always shown too.
+const (
+	ShellStoredCommands  = 100
+	ShellStoredWords     = 64
+	ShellStoredWordChars = 400
+	ShellStoredFlags     = 60
+	ShellStoredHosts     = 30
+)
+
+// ShellPreview parses the shell command held in the argument named arg
+// (the tool's catalog entry names it), for the card. It is nil when the
+// tool names no shell argument or the call does not send it; a value that
+// is not a string is shown as not parsed.
+func ShellPreview(a Arguments, arg, workdir string) *ShellView {
+	if arg == "" || !a.Parsed {
+		return nil
+	}
+	for _, m := range a.Members {
+		if m.Key != arg {
+			continue
+		}
+		if m.Value.Kind() != '"' {
+			return &ShellView{Problem: "the command is not a string"}
+		}
+		v := ParseShell(valueText(m.Value), workdir).Bounded()
+		return &v
+	}
+	return nil
+}
+
+// Bounded is the view as stored with a preview: at most
+// ShellStoredCommands commands of ShellStoredWords words of
+// ShellStoredWordChars characters each, and so many flags and hosts;
+// Shortened says when anything was left out.
+func (v ShellView) Bounded() ShellView {
+	out := v
+	out.Problem = shortText(v.Problem, &out.Shortened)
+	if len(v.Commands) > ShellStoredCommands {
+		out.Commands, out.Shortened = v.Commands[:ShellStoredCommands], true
+	}
+	cmds := make([]ShellCommand, len(out.Commands))
+	for i, c := range out.Commands {
+		if len(c.Words) > ShellStoredWords {
+			c.Words, out.Shortened = c.Words[:ShellStoredWords], true
+		}
+		c.Words = boundWords(c.Words, &out.Shortened)
+		if len(c.Redirects) > ShellStoredWords {
+			c.Redirects, out.Shortened = c.Redirects[:ShellStoredWords], true
+		}
+		rs := make([]ShellRedirect, len(c.Redirects))
+		for j, r := range c.Redirects {
+			r.Target = boundWords([]ShellWord{r.Target}, &out.Shortened)[0]
+			rs[j] = r
+		}
+		c.Redirects = rs
+		cmds[i] = c
+	}
+	out.Commands = cmds
+	if len(v.Flags) > ShellStoredFlags {
+		out.Flags, out.Shortened = v.Flags[:ShellStoredFlags], true
+	}
+	flags := make([]ShellFlag, len(out.Flags))
+	for i, f := range out.Flags {
+		f.Subject, f.Detail = shortText(f.Subject, &out.Shortened), shortText(f.Detail, &out.Shortened)
+		flags[i] = f
+	}
+	out.Flags = flags
+	if len(v.Hosts) > ShellStoredHosts {
+		out.Hosts, out.Shortened = v.Hosts[:ShellStoredHosts], true
+	}
+	return out
+}
+
+func boundWords(ws []ShellWord, cut *bool) []ShellWord {
+	out := make([]ShellWord, len(ws))
+	for i, w := range ws {
+		w.Text, w.Value = shortText(w.Text, cut), shortText(w.Value, cut)
+		out[i] = w
+	}
+	return out
+}
+
+// shortText keeps the first ShellStoredWordChars characters of s, made
+// safe to store (printable), and notes a cut.
+func shortText(s string, cut *bool) string {
+	out, _, short := shorten(s, ShellStoredWordChars)
+	if short {
+		*cut = true
+	}
+	return out
+}
+
+// ShellShortNote is what the card says when the stored parse is partial.
+func ShellShortNote(v ShellView) string {
+	return fmt.Sprintf("The parse is shown in part (%d commands); the flags cover the whole command, which is shown in full below.", len(v.Commands))
+}

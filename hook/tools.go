@@ -93,6 +93,7 @@ func (a agent) target(name string) Target {
 		t.Registration.Description = b.description
 		t.Registration.Annotations = b.annotations
 		t.Registration.StandingApproval = b.standing
+		t.Registration.ShellArgument = map[string]string{"Bash": "command"}[name] // the shell tools' command line
 	}
 	return t
 }

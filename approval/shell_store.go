@@ -99,5 +99,5 @@ func shortText(s string, cut *bool) string {
 
 // ShellShortNote is what the card says when the stored parse is partial.
 func ShellShortNote(v ShellView) string {
-	return fmt.Sprintf("The parse is shown in part (%d commands); the flags cover the whole command, which is shown in full below.", len(v.Commands))
+	return fmt.Sprintf("Only part of the parse is kept here (%d commands, long words cut); the flags above cover the whole command, which is shown in full below.", len(v.Commands))
 }

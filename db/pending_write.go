@@ -39,6 +39,8 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		PolicyVersion: tool.PolicyVersion, Status: approval.StatusPending, ToolDisplay: tool.DisplayName,
 		ConnectorDisplay: tool.ConnectorDisplay, ConnectorKind: tool.ConnectorKind, ReadOnlyHint: tool.ReadOnlyHint,
 		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds}}
+	// A shell command is parsed whole here, before the preview shortens it.
+	p.a.Preview.Shell = approval.ShellPreview(args, tool.ShellArgument, "")
 	// The preview as readers will read it back: a JSON round trip, which
 	// for one drops empty lists.
 	if b, err := json.Marshal(p.a.Preview); err == nil {

@@ -382,12 +382,16 @@ func (w *shellWalker) pipeFlags(f *flagger) {
 				download = true
 			}
 		}
-		for _, c := range w.cmds[p[1]:p[2]] {
+		for i, c := range w.cmds[p[1]:p[2]] {
 			ws, _ := unwrap(c.Words)
 			if len(ws) == 0 || !readsScript(commandName(ws[0]), ws) {
 				continue
 			}
-			text := joinTexts(w.cmds[p[0]].Words) + " … | " + c.Text()
+			sep := " | "
+			if p[1]-p[0] > 1 || i > 0 { // commands in between are left out
+				sep = " … | "
+			}
+			text := joinTexts(w.cmds[p[0]].Words) + sep + c.Text()
 			if download {
 				f.add(FlagDownloadRun, "Runs code downloaded from the network", text, "")
 			} else {

@@ -115,9 +115,9 @@ func checkShellCard(t *testing.T, card *html.Node) {
 		flags[attr(f, "data-kind")] = nodeText(f)
 	}
 	for kind, words := range map[string]string{
-		"download_run":  "Runs code downloaded from the network curl -fsSL https://get.example.sh … | sudo bash -s -- --yes",
+		"download_run":  "Runs code downloaded from the network curl -fsSL https://get.example.sh | sudo bash -s -- --yes",
 		"history":       "Discards uncommitted changes (git reset --hard) git reset --hard origin/main",
-		"write_outside": "Writes outside the working directory /etc/app.conf",
+		"write_outside": "Writes outside the working directory /etc/app.conf (an absolute path)",
 		"privilege":     "Runs as another user (sudo)",
 		"network":       "Connects to get.example.sh",
 	} {

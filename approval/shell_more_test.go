@@ -96,8 +96,12 @@ func TestShellPreviewBounded(t *testing.T) {
 	long := strings.Repeat("a", ShellStoredWordChars+50)
 	cmd := strings.Repeat("echo "+long+"; ", ShellStoredCommands+5) + "rm -rf ~"
 	v := ShellPreview(ParseArguments(`{"command":`+jsonString(cmd)+`}`), "command", "")
-	if v == nil || !v.Parsed || !v.Shortened || len(v.Commands) != ShellStoredCommands {
+	if v == nil || !v.Parsed || !v.Shortened || len(v.Commands) != ShellStoredChars/ShellStoredWordChars+1 {
 		t.Fatalf("%v %v %d", v != nil, v.Shortened, len(v.Commands))
+	}
+	many := ShellPreview(ParseArguments(`{"command":`+jsonString(strings.Repeat("ls; ", ShellStoredCommands+5))+`}`), "command", "")
+	if len(many.Commands) != ShellStoredCommands || !many.Shortened {
+		t.Fatalf("%d short commands kept", len(many.Commands))
 	}
 	if len(v.Commands[0].Words[1].Text) != ShellStoredWordChars {
 		t.Fatalf("word kept %d characters", len(v.Commands[0].Words[1].Text))
@@ -106,7 +110,7 @@ func TestShellPreviewBounded(t *testing.T) {
 		t.Fatal("the flag of a command past the bound was lost")
 	}
 	b, _ := json.Marshal(v)
-	if len(b) > 200_000 {
+	if len(b) > 40_000 {
 		t.Fatalf("stored view of %d bytes", len(b))
 	}
 	if ShellPreview(ParseArguments(`{"command":["ls"]}`), "command", "").Parsed {

@@ -1,16 +1,21 @@
 package approval
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
-// Limits of a shell view kept with an item's preview. The flags are
-// computed on the whole parse first, so a bound never hides a warning; the
-// card says when the commands are shown in part, and the raw command is
-// always shown too.
+// Limits of a shell view kept with an item's preview: it is a preview too
+// (arguments are not stored in full), so the commands' text it keeps is
+// bounded like one value shown whole. The flags are computed on the whole
+// parse first, so a bound never hides a warning; the card says when the
+// commands are shown in part, and the raw command is shown as well.
 const (
+	ShellStoredChars     = 4096 // characters of words and redirection targets, all commands together
 	ShellStoredCommands  = 100
-	ShellStoredWords     = 64
+	ShellStoredWords     = 64 // per command
 	ShellStoredWordChars = 400
-	ShellStoredFlags     = 60
+	ShellStoredFlags     = 40
 	ShellStoredHosts     = 30
 )
 
@@ -45,8 +50,13 @@ func (v ShellView) Bounded() ShellView {
 	if len(v.Commands) > ShellStoredCommands {
 		out.Commands, out.Shortened = v.Commands[:ShellStoredCommands], true
 	}
-	cmds := make([]ShellCommand, len(out.Commands))
-	for i, c := range out.Commands {
+	cmds := make([]ShellCommand, 0, len(out.Commands))
+	budget := ShellStoredChars
+	for _, c := range out.Commands {
+		if budget <= 0 {
+			out.Shortened = true
+			break
+		}
 		if len(c.Words) > ShellStoredWords {
 			c.Words, out.Shortened = c.Words[:ShellStoredWords], true
 		}
@@ -60,7 +70,13 @@ func (v ShellView) Bounded() ShellView {
 			rs[j] = r
 		}
 		c.Redirects = rs
-		cmds[i] = c
+		for _, w := range c.Words {
+			budget -= utf8.RuneCountInString(w.Text)
+		}
+		for _, r := range c.Redirects {
+			budget -= utf8.RuneCountInString(r.Target.Text)
+		}
+		cmds = append(cmds, c)
 	}
 	out.Commands = cmds
 	if len(v.Flags) > ShellStoredFlags {

@@ -56,6 +56,9 @@ type ShellWord struct {
 	Value   string `json:"value,omitempty"`
 	// Assign marks a leading variable assignment (NAME=value).
 	Assign bool `json:"assign,omitempty"`
+	// hidden: the word's own text, outside the substitutions in it (whose
+	// commands are read on their own), holds hidden characters.
+	hidden bool
 }
 
 // ShellRedirect is one redirection: its operator (with a file descriptor
@@ -160,6 +163,8 @@ type shellWalker struct {
 	wordSubs map[int][2]int
 	// hereScripts lists the shells fed a script by a here-document.
 	hereScripts []string
+	// downloaders counts the commands that download: [i] in w.cmds[:i].
+	downloaders []int
 	// unreadable lists payloads that could not be read, as written.
 	unreadable []string
 }
@@ -183,9 +188,15 @@ func (w *shellWalker) stmts(src string, list []*syntax.Stmt, depth int, in Shell
 
 // stmt walks one statement; its redirections apply to every command in it.
 func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace, inherited []ShellRedirect) int {
-	redirs := append([]ShellRedirect(nil), inherited...)
-	for _, r := range s.Redirs {
-		redirs = append(redirs, redirect(src, r))
+	redirs := inherited
+	if len(s.Redirs) > 0 {
+		redirs = append([]ShellRedirect(nil), inherited...)
+		for _, r := range s.Redirs {
+			redirs = append(redirs, redirect(src, r))
+		}
+		// Deeply nested groups each with a redirection would otherwise
+		// cost their square; the closest ones are kept.
+		redirs = redirs[max(0, len(redirs)-ShellStoredWords):]
 	}
 	last := -1
 	switch c := s.Cmd.(type) {
@@ -206,6 +217,10 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 		last = w.stmts(src, c.Stmts, depth+1, PlaceSubshell, redirs)
 	case *syntax.Block:
 		last = w.stmts(src, c.Stmts, depth+1, PlaceGroup, redirs)
+	case nil:
+		// Redirections alone (`> file` empties the file) are a command too.
+		last = len(w.cmds)
+		w.cmds = append(w.cmds, ShellCommand{In: in, Depth: depth, Redirects: redirs})
 	case *syntax.FuncDecl:
 		w.stmt(src, c.Body, depth+1, PlaceFunction, redirs)
 	default:
@@ -280,7 +295,7 @@ func (w *shellWalker) hereDoc(src string, body *syntax.Word, depth int) {
 func (w *shellWalker) call(src string, c *syntax.CallExpr, s *syntax.Stmt, depth int, in ShellPlace, redirs []ShellRedirect) int {
 	cmd := ShellCommand{In: in, Depth: depth, Redirects: redirs}
 	for _, a := range c.Assigns {
-		cmd.Words = append(cmd.Words, ShellWord{Text: nodeText(src, a), Assign: true})
+		cmd.Words = append(cmd.Words, ShellWord{Text: nodeText(src, a), Assign: true, hidden: HasHidden(nodeText(src, a), MultiLine)})
 	}
 	for _, a := range c.Args {
 		cmd.Words = append(cmd.Words, word(src, a))
@@ -358,54 +373,4 @@ func (w *shellWalker) payload(cmd ShellCommand, s *syntax.Stmt, depth int) {
 		return
 	}
 	w.stmts(text, file.Stmts, depth+1, place, nil)
-}
-
-// hereInput is the script a statement feeds to a shell's input through a
-// here-document or here-string: found when there is one, ok when its text
-// is fixed before it runs (no expansion, no escapes to undo).
-func hereInput(s *syntax.Stmt) (text string, found, ok bool) {
-	for _, r := range s.Redirs {
-		switch r.Op {
-		case syntax.Hdoc, syntax.DashHdoc:
-			if r.Hdoc == nil {
-				return "", true, true
-			}
-			text = r.Hdoc.Lit()
-			quoted := r.Word != nil && r.Word.Lit() == ""
-			return text, true, text != "" && (quoted || !strings.Contains(text, "\\"))
-		case syntax.WordHdoc:
-			if r.Word != nil {
-				wd := word("", r.Word)
-				return wd.Value, true, wd.Literal
-			}
-		}
-	}
-	return "", false, false
-}
-
-// redirect is one redirection as written.
-func redirect(src string, r *syntax.Redirect) ShellRedirect {
-	op := r.Op.String()
-	if r.N != nil {
-		op = r.N.Value + op
-	}
-	out := ShellRedirect{Op: op}
-	if r.Word != nil {
-		out.Target = word(src, r.Word)
-	}
-	if r.Hdoc != nil {
-		out.Lines = strings.Count(nodeText(src, r.Hdoc), "\n")
-	}
-	return out
-}
-
-// nodeText is a node's text exactly as written in src.
-func nodeText(src string, n syntax.Node) string {
-	from, to := int(n.Pos().Offset()), int(n.End().Offset())
-	if from < 0 || to > len(src) || from > to {
-		var b strings.Builder
-		_ = syntax.NewPrinter().Print(&b, n)
-		return b.String()
-	}
-	return src[from:to]
 }

@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ShellFlag is one thing a reviewer must not miss in a command, in words:
@@ -74,15 +75,17 @@ func shellFlags(w *shellWalker) ([]ShellFlag, []HostCheck) {
 	seenHost := map[string]bool{}
 	for i, c := range w.cmds {
 		words, wrapped := unwrap(c.Words)
-		text := c.Text()
+		// The command's text is built only for a flag: a nested command's
+		// words hold the text of every command inside them.
+		text := sync.OnceValue(c.Text)
 		for _, wd := range c.Words {
-			if HasHidden(wd.Text, MultiLine) {
+			if wd.hidden {
 				f.add(FlagHidden, "Holds hidden or direction-changing characters", wd.Text, "")
 			}
 		}
 		for _, name := range wrapped {
 			if privileged[name] {
-				f.add(FlagPrivilege, "Runs as another user ("+name+")", text, "")
+				f.add(FlagPrivilege, "Runs as another user ("+name+")", text(), "")
 			}
 		}
 		for _, r := range c.Redirects {
@@ -92,7 +95,7 @@ func shellFlags(w *shellWalker) ([]ShellFlag, []HostCheck) {
 			continue
 		}
 		if !words[0].Literal {
-			f.add(FlagComputedName, "Runs a command whose name is only known when it runs", text, "")
+			f.add(FlagComputedName, "Runs a command whose name is only known when it runs", text(), "")
 			continue
 		}
 		name := commandName(words[0])
@@ -104,7 +107,7 @@ func shellFlags(w *shellWalker) ([]ShellFlag, []HostCheck) {
 				hosts = append(hosts, CheckHost(h))
 			}
 		}
-		w.downloadRuns(f, i, name, words, text)
+		w.downloadRuns(f, i, name, text)
 	}
 	w.pipeFlags(f)
 	for _, h := range hosts {
@@ -120,31 +123,31 @@ func shellFlags(w *shellWalker) ([]ShellFlag, []HostCheck) {
 }
 
 // commandFlags flags what one command does by its name and options.
-func commandFlags(f *flagger, name string, words []ShellWord, text string) {
+func commandFlags(f *flagger, name string, words []ShellWord, text func() string) {
 	switch name {
 	case "rm":
 		if anyOption(words, "rR", "--recursive") {
-			f.add(FlagDelete, "Deletes folders and everything in them", text, "")
+			f.add(FlagDelete, "Deletes folders and everything in them", text(), "")
 		} else {
-			f.add(FlagDelete, "Deletes files", text, "")
+			f.add(FlagDelete, "Deletes files", text(), "")
 		}
 	case "rmdir", "shred", "unlink", "wipefs":
-		f.add(FlagDelete, "Deletes files", text, "")
+		f.add(FlagDelete, "Deletes files", text(), "")
 	case "find":
 		for i, w := range words {
 			if w.Value == "-delete" {
-				f.add(FlagDelete, "Deletes the files find matches", text, "")
+				f.add(FlagDelete, "Deletes the files find matches", text(), "")
 			}
 			if (w.Value == "-exec" || w.Value == "-execdir" || w.Value == "-ok") && i+1 < len(words) {
 				if n := commandName(words[i+1]); n == "rm" || n == "shred" || n == "unlink" {
-					f.add(FlagDelete, "Deletes the files find matches", text, "")
+					f.add(FlagDelete, "Deletes the files find matches", text(), "")
 				}
 			}
 		}
 	case "dd":
 		for _, w := range words[1:] {
 			if strings.HasPrefix(w.Value, "of=/dev/") && !harmlessDevice(strings.TrimPrefix(w.Value, "of=")) {
-				f.add(FlagDelete, "Overwrites a disk or device", text, "")
+				f.add(FlagDelete, "Overwrites a disk or device", text(), "")
 			}
 		}
 	case "git":
@@ -152,15 +155,15 @@ func commandFlags(f *flagger, name string, words []ShellWord, text string) {
 	case "chmod", "chown", "chgrp":
 		permissionFlags(f, name, words, text)
 	case "su":
-		f.add(FlagPrivilege, "Runs as another user (su)", text, "")
+		f.add(FlagPrivilege, "Runs as another user (su)", text(), "")
 	case "eval":
-		f.add(FlagEval, "Runs a string as a command (eval)", text, "")
+		f.add(FlagEval, "Runs a string as a command (eval)", text(), "")
 	}
 	if strings.HasPrefix(name, "mkfs") {
-		f.add(FlagDelete, "Formats a disk, erasing it", text, "")
+		f.add(FlagDelete, "Formats a disk, erasing it", text(), "")
 	}
 	if isShell(name) && shellCArg(words) > 0 {
-		f.add(FlagShellString, "Runs a command string in a new shell ("+name+" -c)", text, "")
+		f.add(FlagShellString, "Runs a command string in a new shell ("+name+" -c)", text(), "")
 	}
 }
 
@@ -170,35 +173,35 @@ func commandFlags(f *flagger, name string, words []ShellWord, text string) {
 // commit --amend; branch -D (or --delete --force); checkout/switch
 // --force; clean -f (with -d: folders, -x/-X: ignored files); stash
 // drop/clear; reflog expire; update-ref -d.
-func gitFlags(f *flagger, words []ShellWord, text string) {
+func gitFlags(f *flagger, words []ShellWord, text func() string) {
 	sub, args := gitSubcommand(words)
 	switch sub {
 	case "push":
 		if anyOption(args, "f", "--force", "--force-with-lease", "--mirror") || anyPrefix(args, "+") {
-			f.add(FlagForcePush, "Force-pushes: replaces history on the remote", text, "")
+			f.add(FlagForcePush, "Force-pushes: replaces history on the remote", text(), "")
 		}
 		if anyOption(args, "d", "--delete", "--prune") || anyPrefix(args, ":") {
-			f.add(FlagHistory, "Deletes branches or tags on the remote", text, "")
+			f.add(FlagHistory, "Deletes branches or tags on the remote", text(), "")
 		}
 	case "reset":
 		if anyOption(args, "", "--hard") {
-			f.add(FlagHistory, "Discards uncommitted changes (git reset --hard)", text, "")
+			f.add(FlagHistory, "Discards uncommitted changes (git reset --hard)", text(), "")
 		}
 	case "rebase":
-		f.add(FlagHistory, "Rewrites history (git rebase)", text, "")
+		f.add(FlagHistory, "Rewrites history (git rebase)", text(), "")
 	case "filter-branch", "filter-repo":
-		f.add(FlagHistory, "Rewrites the whole history (git "+sub+")", text, "")
+		f.add(FlagHistory, "Rewrites the whole history (git "+sub+")", text(), "")
 	case "commit":
 		if anyOption(args, "", "--amend") {
-			f.add(FlagHistory, "Rewrites the last commit (git commit --amend)", text, "")
+			f.add(FlagHistory, "Rewrites the last commit (git commit --amend)", text(), "")
 		}
 	case "branch":
 		if anyOption(args, "D", "") || (anyOption(args, "d", "--delete") && anyOption(args, "f", "--force")) {
-			f.add(FlagHistory, "Deletes a branch even if it is not merged", text, "")
+			f.add(FlagHistory, "Deletes a branch even if it is not merged", text(), "")
 		}
 	case "checkout", "switch":
 		if anyOption(args, "f", "--force", "--discard-changes") {
-			f.add(FlagHistory, "Discards uncommitted changes (git "+sub+" --force)", text, "")
+			f.add(FlagHistory, "Discards uncommitted changes (git "+sub+" --force)", text(), "")
 		}
 	case "clean":
 		if anyOption(args, "f", "--force") {
@@ -209,19 +212,19 @@ func gitFlags(f *flagger, words []ShellWord, text string) {
 			if anyOption(args, "xX", "") {
 				what += ", ignored ones too"
 			}
-			f.add(FlagDelete, what+" (git clean)", text, "")
+			f.add(FlagDelete, what+" (git clean)", text(), "")
 		}
 	case "stash":
 		if len(args) > 0 && (args[0].Value == "drop" || args[0].Value == "clear") {
-			f.add(FlagHistory, "Drops stashed changes", text, "")
+			f.add(FlagHistory, "Drops stashed changes", text(), "")
 		}
 	case "reflog":
 		if len(args) > 0 && args[0].Value == "expire" {
-			f.add(FlagHistory, "Expires the reflog: lost commits can no longer be recovered", text, "")
+			f.add(FlagHistory, "Expires the reflog: lost commits can no longer be recovered", text(), "")
 		}
 	case "update-ref":
 		if anyOption(args, "d", "") {
-			f.add(FlagHistory, "Deletes a ref", text, "")
+			f.add(FlagHistory, "Deletes a ref", text(), "")
 		}
 	}
 }
@@ -245,9 +248,9 @@ func gitSubcommand(words []ShellWord) (string, []ShellWord) {
 
 // permissionFlags flags chmod/chown/chgrp that reach far: recursive, on
 // wide paths (/, ~, *, a top-level folder) or opening a file to everyone.
-func permissionFlags(f *flagger, name string, words []ShellWord, text string) {
+func permissionFlags(f *flagger, name string, words []ShellWord, text func() string) {
 	if anyOption(words[1:], "R", "--recursive") {
-		f.add(FlagPermissions, "Changes "+permWhat(name)+" recursively", text, "")
+		f.add(FlagPermissions, "Changes "+permWhat(name)+" recursively", text(), "")
 	}
 	var pos []ShellWord
 	for _, w := range words[1:] {
@@ -259,7 +262,7 @@ func permissionFlags(f *flagger, name string, words []ShellWord, text string) {
 		if i == 0 && name == "chmod" {
 			if m := w.Value; strings.Contains(m, "777") || strings.Contains(m, "666") || strings.Contains(m, "o+w") ||
 				strings.Contains(m, "a+w") || strings.Contains(m, "+s") || m == "+w" || strings.Contains(m, "a+rwx") {
-				f.add(FlagPermissions, "Lets everyone write or run as the owner (chmod "+m+")", text, "")
+				f.add(FlagPermissions, "Lets everyone write or run as the owner (chmod "+m+")", text(), "")
 			}
 			continue
 		}
@@ -326,77 +329,4 @@ func anyPrefix(words []ShellWord, prefix string) bool {
 		}
 	}
 	return false
-}
-
-// downloaders fetch data from the network.
-var downloaders = map[string]bool{"curl": true, "wget": true, "fetch": true, "http": true, "https": true,
-	"aria2c": true, "lwp-request": true, "GET": true}
-
-// readsScript reports whether a command runs code it reads from its
-// input: a shell or an interpreter with no script file and no -c/-e.
-func readsScript(name string, words []ShellWord) bool {
-	switch {
-	case isShell(name):
-		return shellCArg(words) == 0 && scriptArg(words) == 0
-	case interpreters[name]:
-		for _, w := range words[1:] {
-			if w.Literal && (w.Value == "-" || w.Value == "-s") {
-				return true
-			}
-			if !w.Literal || !strings.HasPrefix(w.Value, "-") {
-				return false
-			}
-			if w.Value == "-c" || w.Value == "-e" || w.Value == "-m" {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// downloadRuns flags a shell or eval that runs what a substitution in its
-// words downloads: bash <(curl …), sh -c "$(curl …)", eval "$(wget …)".
-func (w *shellWalker) downloadRuns(f *flagger, i int, name string, words []ShellWord, text string) {
-	if !isShell(name) && !interpreters[name] && name != "eval" && name != "source" && name != "." {
-		return
-	}
-	r, ok := w.wordSubs[i]
-	if !ok {
-		return
-	}
-	for _, c := range w.cmds[r[0]:r[1]] {
-		if ws, _ := unwrap(c.Words); len(ws) > 0 && downloaders[commandName(ws[0])] {
-			f.add(FlagDownloadRun, "Runs code downloaded from the network", text, "")
-			return
-		}
-	}
-}
-
-// pipeFlags flags a pipe into a shell, and a download piped into one.
-func (w *shellWalker) pipeFlags(f *flagger) {
-	for _, p := range w.pipes {
-		download := false
-		for _, c := range w.cmds[p[0]:p[1]] {
-			if ws, _ := unwrap(c.Words); len(ws) > 0 && downloaders[commandName(ws[0])] {
-				download = true
-			}
-		}
-		for i, c := range w.cmds[p[1]:p[2]] {
-			ws, _ := unwrap(c.Words)
-			if len(ws) == 0 || !readsScript(commandName(ws[0]), ws) {
-				continue
-			}
-			sep := " | "
-			if p[1]-p[0] > 1 || i > 0 { // commands in between are left out
-				sep = " … | "
-			}
-			text := joinTexts(w.cmds[p[0]].Words) + sep + c.Text()
-			if download {
-				f.add(FlagDownloadRun, "Runs code downloaded from the network", text, "")
-			} else {
-				f.add(FlagPipeToShell, "Pipes text into a shell, which runs it", text, "")
-			}
-		}
-	}
 }

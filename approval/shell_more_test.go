@@ -161,3 +161,27 @@ func TestShellCommandsCondition(t *testing.T) {
 		t.Errorf("a number: %v", got)
 	}
 }
+
+// FuzzParseShell: any text parses or is refused without a panic, and a
+// parsed view keeps its invariants.
+func FuzzParseShell(f *testing.F) {
+	for _, c := range shellCases {
+		f.Add(c.src)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		v := ParseShell(src, "/home/maya/p")
+		if v.Parsed == (v.Problem != "") {
+			t.Fatalf("parsed %v with problem %q", v.Parsed, v.Problem)
+		}
+		for _, c := range v.Commands {
+			if c.Depth > ShellMaxDepth+8 {
+				t.Fatalf("depth %d", c.Depth)
+			}
+		}
+		b := v.Bounded()
+		if len(b.Commands) > ShellStoredCommands || len(b.Flags) > ShellStoredFlags {
+			t.Fatal("bound not kept")
+		}
+		_ = shellCommandsValue(src)
+	})
+}

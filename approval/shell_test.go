@@ -85,6 +85,7 @@ var shellCases = []shellCase{
 	{"ZeroWidthName", "r\u200Bm -rf x", []string{"r\u200Bm -rf x"}, []ShellFlagKind{FlagHidden}},
 	{"IfClause", `if true; then rm -rf ~; fi`, []string{"control> true", "control> rm -rf ~"}, []ShellFlagKind{FlagDelete}},
 	{"ForLoop", `for f in $(ls); do git add "$f"; done`, []string{"substitution> ls", `control> git add "$f"`}, nil},
+	{"RedirectOnly", `> ~/.ssh/authorized_keys`, []string{" >~/.ssh/authorized_keys"}, []ShellFlagKind{FlagWriteOutside}},
 	{"Negated", `! grep -q x file`, []string{"grep -q x file"}, nil},
 }
 

@@ -10,7 +10,7 @@ import (
 // word reads one word: its text as written and, when nothing in it expands
 // when it runs, its value with quotes and escapes removed.
 func word(src string, w *syntax.Word) ShellWord {
-	out := ShellWord{Text: nodeText(src, w)}
+	out := ShellWord{Text: nodeText(src, w), hidden: ownHidden(src, w)}
 	var b strings.Builder
 	for _, p := range w.Parts {
 		switch x := p.(type) {
@@ -38,6 +38,24 @@ func word(src string, w *syntax.Word) ShellWord {
 	}
 	out.Literal, out.Value = true, b.String()
 	return out
+}
+
+// ownHidden reports whether a word's text holds hidden characters outside
+// its command and process substitutions.
+func ownHidden(src string, w *syntax.Word) bool {
+	hidden := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.Lit:
+			hidden = hidden || HasHidden(x.Value, MultiLine)
+		case *syntax.SglQuoted:
+			hidden = hidden || HasHidden(x.Value, MultiLine)
+		}
+		return !hidden
+	})
+	return hidden
 }
 
 // unescape removes the backslashes the shell removes: any escaped
@@ -261,4 +279,54 @@ func scriptArg(words []ShellWord) int {
 		return i
 	}
 	return 0
+}
+
+// hereInput is the script a statement feeds to a shell's input through a
+// here-document or here-string: found when there is one, ok when its text
+// is fixed before it runs (no expansion, no escapes to undo).
+func hereInput(s *syntax.Stmt) (text string, found, ok bool) {
+	for _, r := range s.Redirs {
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			if r.Hdoc == nil {
+				return "", true, true
+			}
+			text = r.Hdoc.Lit()
+			quoted := r.Word != nil && r.Word.Lit() == ""
+			return text, true, text != "" && (quoted || !strings.Contains(text, "\\"))
+		case syntax.WordHdoc:
+			if r.Word != nil {
+				wd := word("", r.Word)
+				return wd.Value, true, wd.Literal
+			}
+		}
+	}
+	return "", false, false
+}
+
+// redirect is one redirection as written.
+func redirect(src string, r *syntax.Redirect) ShellRedirect {
+	op := r.Op.String()
+	if r.N != nil {
+		op = r.N.Value + op
+	}
+	out := ShellRedirect{Op: op}
+	if r.Word != nil {
+		out.Target = word(src, r.Word)
+	}
+	if r.Hdoc != nil {
+		out.Lines = strings.Count(nodeText(src, r.Hdoc), "\n")
+	}
+	return out
+}
+
+// nodeText is a node's text exactly as written in src.
+func nodeText(src string, n syntax.Node) string {
+	from, to := int(n.Pos().Offset()), int(n.End().Offset())
+	if from < 0 || to > len(src) || from > to {
+		var b strings.Builder
+		_ = syntax.NewPrinter().Print(&b, n)
+		return b.String()
+	}
+	return src[from:to]
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 
@@ -12,14 +11,12 @@ import (
 	"github.com/countersign/countersign/internal/testenv"
 )
 
-// TestShellScreens renders a parsed shell command on the inbox card and
-// the request page, at desktop and phone width, into
-// COUNTERSIGN_SCREENSHOTS (shell-*.png); without the variable it is
-// skipped.
-func TestShellScreens(t *testing.T) {
-	if os.Getenv("COUNTERSIGN_SCREENSHOTS") == "" {
-		t.Skip("set COUNTERSIGN_SCREENSHOTS to a folder to render screenshots")
-	}
+// TestShellCard shows a parsed shell command on the inbox card and the
+// request page: every flag visible on load without a click, nested
+// commands marked, no serious accessibility violation. With
+// COUNTERSIGN_SCREENSHOTS set it renders them at desktop and phone width
+// (shell-*.png).
+func TestShellCard(t *testing.T) {
 	e := testenv.NewEnv(t)
 	rt := runtime(t, e)
 	ctx := newTab(t)
@@ -35,6 +32,13 @@ func TestShellScreens(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="shell-command"]').length === 5`)); err != nil {
 		t.Fatal(err)
 	}
+	// Every flag is shown on load, none folded away.
+	visible := eval[bool](t, ctx, `[...document.querySelectorAll('[data-testid="shell-flag"]')].length === 5 &&
+		[...document.querySelectorAll('[data-testid="shell-flag"]')].every(f => f.getClientRects().length > 0)`)
+	if !visible {
+		t.Fatal("a flag is not visible on load")
+	}
+	checkAxe(t, ctx, "inbox with a shell command")
 	screenshot(t, ctx, "shell-inbox")
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="card-link"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="approval-page"] [data-testid="shell-view"]`))); err != nil {
@@ -52,5 +56,6 @@ func TestShellScreens(t *testing.T) {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="shell-nested"]').length === 4`)); err != nil {
 		t.Fatal(err)
 	}
+	checkAxe(t, ctx, "inbox with nested shell commands")
 	screenshot(t, ctx, "shell-nested")
 }

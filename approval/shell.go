@@ -105,7 +105,7 @@ func (p ShellPlace) Words() string {
 	case PlaceEval:
 		return "in a string given to eval"
 	case PlaceControl:
-		return "inside if / while / for / case"
+		return "inside if, while, for, case, [[ ]] or (( ))"
 	case PlaceFunction:
 		return "in a function's body"
 	}
@@ -223,6 +223,18 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 		w.cmds = append(w.cmds, ShellCommand{In: in, Depth: depth, Redirects: redirs})
 	case *syntax.FuncDecl:
 		w.stmt(src, c.Body, depth+1, PlaceFunction, redirs)
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			last = w.stmt(src, c.Stmt, depth, in, redirs)
+		}
+	case *syntax.CoprocClause:
+		if c.Stmt != nil {
+			last = w.stmt(src, c.Stmt, depth, in, redirs)
+		}
+	case *syntax.DeclClause, *syntax.TestClause, *syntax.ArithmCmd, *syntax.LetClause:
+		// export/declare/local, [[ ]], (( )) and let are commands too: a
+		// policy must see `export PATH=…` before `git status`.
+		last = w.builtin(src, s.Cmd, depth, in, redirs)
 	default:
 		// if, while, for, case, [[ ]], (( )), declare…: every command and
 		// substitution inside counts, wherever it sits.
@@ -241,6 +253,33 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 		}
 	}
 	return last
+}
+
+// builtin records a command the parser reads as its own kind of clause
+// (export, declare, local, [[ ]], (( )), let): its keyword and the rest as
+// written, never literal, then the substitutions inside it.
+func (w *shellWalker) builtin(src string, n syntax.Node, depth int, in ShellPlace, redirs []ShellRedirect) int {
+	cmd := ShellCommand{In: in, Depth: depth, Redirects: redirs}
+	if d, ok := n.(*syntax.DeclClause); ok {
+		cmd.Words = append(cmd.Words, ShellWord{Text: d.Variant.Value, Literal: true, Value: d.Variant.Value})
+		for _, a := range d.Args {
+			text := nodeText(src, a)
+			cmd.Words = append(cmd.Words, ShellWord{Text: text, hidden: HasHidden(text, MultiLine)})
+		}
+	} else {
+		// The keyword, then the rest as written: [[ -f x ]] is
+		// ["[[", "-f x ]]"].
+		text := nodeText(src, n)
+		kw, rest, _ := strings.Cut(text, " ")
+		cmd.Words = []ShellWord{{Text: kw, Literal: true, Value: kw}}
+		if rest != "" {
+			cmd.Words = append(cmd.Words, ShellWord{Text: rest, hidden: HasHidden(rest, MultiLine)})
+		}
+	}
+	idx := len(w.cmds)
+	w.cmds = append(w.cmds, cmd)
+	w.nested(src, n, depth+1, PlaceControl)
+	return idx
 }
 
 // nested walks the statements inside a compound command other than a

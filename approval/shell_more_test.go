@@ -141,6 +141,9 @@ func TestShellCommandsCondition(t *testing.T) {
 		{`GIT_DIR=/x git status`, ConditionTrue},
 		{`$GIT status`, ConditionTrue},
 		{`git status "$(rm -rf ~)"`, ConditionTrue},
+		{`export PATH=/tmp/evil:$PATH && git status`, ConditionTrue},
+		{`time git status`, ConditionFalse},
+		{"", ConditionFalse}, // nothing runs
 		{`echo "unterminated`, ConditionError},
 		{`bash -c "$X"`, ConditionError},
 	}

@@ -86,6 +86,9 @@ var shellCases = []shellCase{
 	{"IfClause", `if true; then rm -rf ~; fi`, []string{"control> true", "control> rm -rf ~"}, []ShellFlagKind{FlagDelete}},
 	{"ForLoop", `for f in $(ls); do git add "$f"; done`, []string{"substitution> ls", `control> git add "$f"`}, nil},
 	{"RedirectOnly", `> ~/.ssh/authorized_keys`, []string{" >~/.ssh/authorized_keys"}, []ShellFlagKind{FlagWriteOutside}},
+	{"Export", `export PATH=/tmp/evil:$PATH && git status`, []string{"export PATH=/tmp/evil:$PATH &&", "git status"}, nil},
+	{"TestClause", `[[ -f x ]] && rm x`, []string{"[[ -f x ]] &&", "rm x"}, []ShellFlagKind{FlagDelete}},
+	{"DeclSubstitution", `local v=$(curl -s https://x.example) ; time git push -f`, []string{"local v=$(curl -s https://x.example) ;", "substitution> curl -s https://x.example", "git push -f"}, []ShellFlagKind{FlagForcePush, FlagNetwork}},
 	{"Negated", `! grep -q x file`, []string{"grep -q x file"}, nil},
 }
 

@@ -249,6 +249,11 @@ func TestShellOnlyGitStatusPolicy(t *testing.T) {
 			t.Errorf("%s: %v, want %s", cmd, out["decision"], want)
 		}
 	}
+	// The condition help offers shell_commands for a command argument.
+	_, body := admin.Get("/admin/policies/" + toolID(t, l.Env, "system", "run_command"))
+	if !strings.Contains(body, `!shell_commands(args.command).all(c, c[0] in [&#34;git&#34;, &#34;ls&#34;])`) {
+		t.Error("the condition help has no shell_commands example")
+	}
 }
 
 func jsonText(s string) string {

@@ -302,9 +302,9 @@ func (w *shellWalker) nested(src string, n syntax.Node, depth int, in ShellPlace
 }
 
 // substitutions walks the commands of every $( … ), backtick and <( … )
-// inside a word.
-func (w *shellWalker) substitutions(src string, word *syntax.Word, depth int) {
-	syntax.Walk(word, func(n syntax.Node) bool {
+// inside a word or an assignment.
+func (w *shellWalker) substitutions(src string, n syntax.Node, depth int) {
+	syntax.Walk(n, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.CmdSubst:
 			w.stmts(src, x.Stmts, depth, PlaceSubstitution, nil)
@@ -334,7 +334,8 @@ func (w *shellWalker) hereDoc(src string, body *syntax.Word, depth int) {
 func (w *shellWalker) call(src string, c *syntax.CallExpr, s *syntax.Stmt, depth int, in ShellPlace, redirs []ShellRedirect) int {
 	cmd := ShellCommand{In: in, Depth: depth, Redirects: redirs}
 	for _, a := range c.Assigns {
-		cmd.Words = append(cmd.Words, ShellWord{Text: nodeText(src, a), Assign: true, hidden: HasHidden(nodeText(src, a), MultiLine)})
+		hidden := a.Name != nil && HasHidden(a.Name.Value, MultiLine) || a.Value != nil && ownHidden(src, a.Value)
+		cmd.Words = append(cmd.Words, ShellWord{Text: nodeText(src, a), Assign: true, hidden: hidden})
 	}
 	for _, a := range c.Args {
 		cmd.Words = append(cmd.Words, word(src, a))
@@ -342,9 +343,7 @@ func (w *shellWalker) call(src string, c *syntax.CallExpr, s *syntax.Stmt, depth
 	idx := len(w.cmds)
 	w.cmds = append(w.cmds, cmd)
 	for _, a := range c.Assigns {
-		if a.Value != nil {
-			w.substitutions(src, a.Value, depth+1)
-		}
+		w.substitutions(src, a, depth+1) // its value, array elements and index
 	}
 	for _, a := range c.Args {
 		w.substitutions(src, a, depth+1)

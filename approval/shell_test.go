@@ -89,6 +89,7 @@ var shellCases = []shellCase{
 	{"Export", `export PATH=/tmp/evil:$PATH && git status`, []string{"export PATH=/tmp/evil:$PATH &&", "git status"}, nil},
 	{"TestClause", `[[ -f x ]] && rm x`, []string{"[[ -f x ]] &&", "rm x"}, []ShellFlagKind{FlagDelete}},
 	{"DeclSubstitution", `local v=$(curl -s https://x.example) ; time git push -f`, []string{"local v=$(curl -s https://x.example) ;", "substitution> curl -s https://x.example", "git push -f"}, []ShellFlagKind{FlagForcePush, FlagNetwork}},
+	{"ArrayAssign", `a=(x $(rm -rf ~)) ; b[$(id)]=1`, []string{"a=(x $(rm -rf ~)) ;", "substitution> rm -rf ~", "b[$(id)]=1", "substitution> id"}, []ShellFlagKind{FlagDelete}},
 	{"Negated", `! grep -q x file`, []string{"grep -q x file"}, nil},
 }
 

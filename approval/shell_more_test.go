@@ -188,3 +188,23 @@ func FuzzParseShell(f *testing.F) {
 		_ = shellCommandsValue(src)
 	})
 }
+
+// A stored view reads back as it was, values included.
+func TestShellViewJSONRoundTrip(t *testing.T) {
+	v := ParseShell(`FOO=1 "git" st\atus 'a b' $X > "out.txt" && rm -rf ~`, "").Bounded()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back ShellView
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := json.Marshal(back)
+	if string(b) != string(b2) || !slices.Equal(back.Commands[0].Values(), v.Commands[0].Values()) {
+		t.Fatalf("round trip:\n%s\n%s", b, b2)
+	}
+	if strings.Count(string(b), `"value"`) != 4 { // "git", st\atus, 'a b' and "out.txt" only
+		t.Fatalf("values stored: %s", b)
+	}
+}

@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 )
@@ -116,4 +117,38 @@ func shortText(s string, cut *bool) string {
 // ShellShortNote is what the card says when the stored parse is partial.
 func ShellShortNote(v ShellView) string {
 	return fmt.Sprintf("Only part of the parse is kept here (%d commands, long words cut); the flags above cover the whole command, which is shown in full below.", len(v.Commands))
+}
+
+// shellWordJSON is a ShellWord as stored: a literal word's value is left
+// out when it equals its text (most words), which halves a stored view.
+type shellWordJSON struct {
+	Text    string  `json:"text"`
+	Literal bool    `json:"literal,omitempty"`
+	Value   *string `json:"value,omitempty"`
+	Assign  bool    `json:"assign,omitempty"`
+}
+
+// MarshalJSON stores the word, its value only when it differs from its
+// text.
+func (w ShellWord) MarshalJSON() ([]byte, error) {
+	out := shellWordJSON{Text: w.Text, Literal: w.Literal, Assign: w.Assign}
+	if w.Literal && w.Value != w.Text {
+		out.Value = &w.Value
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads a stored word back.
+func (w *ShellWord) UnmarshalJSON(b []byte) error {
+	var in shellWordJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*w = ShellWord{Text: in.Text, Literal: in.Literal, Assign: in.Assign}
+	if in.Value != nil {
+		w.Value = *in.Value
+	} else if in.Literal {
+		w.Value = in.Text
+	}
+	return nil
 }

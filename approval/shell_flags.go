@@ -8,8 +8,9 @@ import (
 )
 
 // ShellFlag is one thing a reviewer must not miss in a command, in words:
-// Words are ours, Subject is the command's own text it is about (untrusted:
-// shown escaped, hidden characters marked) and Detail adds to it.
+// Words are ours and never hold the command's text; Subject is the
+// command's own text it is about and Detail adds to it (both untrusted:
+// shown escaped, hidden characters marked).
 type ShellFlag struct {
 	Kind    ShellFlagKind `json:"kind"`
 	Words   string        `json:"words"`
@@ -262,7 +263,7 @@ func permissionFlags(f *flagger, name string, words []ShellWord, text func() str
 		if i == 0 && name == "chmod" {
 			if m := w.Value; strings.Contains(m, "777") || strings.Contains(m, "666") || strings.Contains(m, "o+w") ||
 				strings.Contains(m, "a+w") || strings.Contains(m, "+s") || m == "+w" || strings.Contains(m, "a+rwx") {
-				f.add(FlagPermissions, "Lets everyone write or run as the owner (chmod "+m+")", text(), "")
+				f.add(FlagPermissions, "Lets everyone write, or run as the owner", text(), "")
 			}
 			continue
 		}

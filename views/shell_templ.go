@@ -696,7 +696,7 @@ func joinerWords(op string) string {
 	case "||":
 		return "then, if it failed"
 	case "&":
-		return "runs in the background; the next starts at once"
+		return "runs in the background"
 	}
 	return "then"
 }

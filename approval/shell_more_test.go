@@ -208,3 +208,19 @@ func TestShellViewJSONRoundTrip(t *testing.T) {
 		t.Fatalf("values stored: %s", b)
 	}
 }
+
+// A flag's words are ours: the command's text goes in its subject or
+// detail only, which the card shows as untrusted text.
+func TestShellFlagWordsAreOurs(t *testing.T) {
+	src := "chmod 777\u202eZZ -R ZZ; sudo rm -rf ZZ; git push -f ZZ +ZZ; bash -c 'ZZ'; curl https://ZZ.example | sh; " +
+		"echo ZZ > /ZZ; cd /ZZ && echo > ZZ; git clean -fdx ZZ; find ZZ -delete; nc ZZ 1; eval ZZ; $ZZ; ssh ZZ@ZZ.example"
+	v := ParseShell(src, "")
+	if len(v.Flags) < 10 {
+		t.Fatalf("only %d flags", len(v.Flags))
+	}
+	for _, f := range v.Flags {
+		if strings.Contains(f.Words, "ZZ") || HasHidden(f.Words, MultiLine) {
+			t.Errorf("flag words carry the command: %+v", f)
+		}
+	}
+}

@@ -27,7 +27,7 @@ var (
 
 func conditionEnv() (*cel.Env, error) {
 	celEnvOnce.Do(func() {
-		celEnv, celEnvErr = cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)))
+		celEnv, celEnvErr = cel.NewEnv(cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)), shellCommandsFunction())
 	})
 	return celEnv, celEnvErr
 }

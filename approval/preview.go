@@ -72,6 +72,8 @@ type ArgumentPreview struct {
 	Problem      string      `json:"problem,omitempty"`
 	// Removed is set when the preview was deleted after the retention period.
 	Removed bool `json:"removed,omitempty"`
+	// Shell is the shell command parsed whole, for a tool naming its shell argument.
+	Shell *ShellView `json:"shell,omitempty"`
 }
 
 // KeyNote is the words shown with a shortened key.

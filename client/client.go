@@ -362,6 +362,9 @@ type ConnectorTool struct {
 	Description      string               `json:"description,omitempty"`
 	Annotations      approval.Annotations `json:"annotations"`
 	StandingApproval *bool                `json:"standing_approval,omitempty"`
+	// ShellArgument names the argument that holds a shell command line,
+	// so that its calls show the command parsed.
+	ShellArgument string `json:"shell_argument,omitempty"`
 }
 
 // Connector is a connector's full tool list.
@@ -386,6 +389,7 @@ type ToolRegistration struct {
 	Description          string               `json:"description,omitempty"`
 	Annotations          approval.Annotations `json:"annotations"`
 	StandingApproval     *bool                `json:"standing_approval,omitempty"`
+	ShellArgument        string               `json:"shell_argument,omitempty"` // the argument holding a shell command line
 	ConnectorDisplayName string               `json:"connector_display_name,omitempty"`
 	ConnectorKind        string               `json:"connector_kind,omitempty"`
 }

@@ -23,6 +23,9 @@ type ToolSync struct {
 	Description      string
 	Annotations      approval.Annotations
 	StandingApproval *bool
+	// ShellArgument names the argument that holds a shell command line
+	// ("" for none): its calls get the command parsed on the card.
+	ShellArgument string
 }
 
 // Tool is a catalog tool with its policy.
@@ -45,6 +48,7 @@ type Tool struct {
 	ConnectorDisplay string     `db:"connector_display"`
 	ConnectorKind    string     `db:"connector_kind"`
 	ConnectorDeleted bool       `db:"connector_deleted"`
+	ShellArgument    string     `db:"shell_argument"` // the argument holding a shell command line, or ""
 }
 
 // Annotations are the tool's hints.
@@ -71,7 +75,7 @@ func (t Tool) MaxGrant() time.Duration {
 const toolSelect = `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 	t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 	t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
-	c.deleted_at IS NOT NULL AS connector_deleted
+	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument
 	FROM tools t JOIN connectors c ON c.name = t.connector`
 
 // SyncConnector upserts a connector and its full tool list. New tools get
@@ -110,16 +114,18 @@ func (d *DB) SyncConnector(ctx context.Context, actor approval.Actor, s Connecto
 // updates an existing one's texts and hints and brings it back if it was
 // retired — never touching its policy, so a changed (untrusted) annotation
 // cannot loosen what an admin set. It reports whether the tool is new and
-// whether its annotations changed.
+// whether its annotations changed. The shell argument is the runtime's
+// description of its tool, like its texts: a sync sets it.
 func upsertTool(ctx context.Context, tx pgx.Tx, connector string, t ToolSync) (inserted, changed bool, err error) {
 	p := approval.DefaultPolicy(t.Annotations, t.StandingApproval)
 	a := t.Annotations
 	err = tx.QueryRow(ctx, `
 		INSERT INTO tools (connector, name, display_name, description, read_only_hint, destructive_hint,
-			idempotent_hint, open_world_hint, mode, standing_approval)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			idempotent_hint, open_world_hint, mode, standing_approval, shell_argument)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (connector, name) DO UPDATE SET
 			display_name = EXCLUDED.display_name, description = EXCLUDED.description,
+			shell_argument = EXCLUDED.shell_argument,
 			annotations_changed_at = CASE WHEN (tools.read_only_hint, tools.destructive_hint, tools.idempotent_hint, tools.open_world_hint)
 				IS DISTINCT FROM (EXCLUDED.read_only_hint, EXCLUDED.destructive_hint, EXCLUDED.idempotent_hint, EXCLUDED.open_world_hint)
 				THEN now() ELSE tools.annotations_changed_at END,
@@ -128,7 +134,7 @@ func upsertTool(ctx context.Context, tx pgx.Tx, connector string, t ToolSync) (i
 			retired_at = NULL, updated_at = now()
 		RETURNING xmax = 0, annotations_changed_at IS NOT DISTINCT FROM now()`,
 		connector, t.Name, t.DisplayName, t.Description, a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint,
-		a.OpenWorldHint, string(p.Mode), p.StandingApproval).Scan(&inserted, &changed)
+		a.OpenWorldHint, string(p.Mode), p.StandingApproval, t.ShellArgument).Scan(&inserted, &changed)
 	return inserted, changed && !inserted, err
 }
 

@@ -42,6 +42,8 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds,
 		APIKeyName: key.Name, RuntimeClient: req.Runtime.Client, RuntimeHost: req.Runtime.Host,
 		RuntimeDirectory: req.Runtime.WorkingDirectory}}
+	// A shell command is parsed whole here, before the preview shortens it.
+	p.a.Preview.Shell = approval.ShellPreview(args, tool.ShellArgument, req.Runtime.WorkingDirectory)
 	// The preview as readers will read it back: a JSON round trip, which
 	// for one drops empty lists.
 	if b, err := json.Marshal(p.a.Preview); err == nil {

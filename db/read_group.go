@@ -262,6 +262,7 @@ type keyToolRow struct {
 	connDisplay, connKind       *string
 	readOnly, destructive, idem *bool
 	openWorld, standing, cdel   *bool
+	shell                       *string
 	version                     *int32
 	rejections                  *int64
 	sameCall                    *bool
@@ -273,7 +274,7 @@ type keyToolRow struct {
 func (r *keyToolRow) keyToolDest() []any {
 	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
-		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel}
+		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell}
 }
 
 // dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
@@ -298,5 +299,6 @@ func (r *keyToolRow) result() (tool Tool, found bool, facts *turnFacts) {
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = r.readOnly, r.destructive, r.idem, r.openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *r.mode, *r.standing, *r.cond, int(*r.version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *r.connDisplay, *r.connKind, *r.cdel
+	tool.ShellArgument = *r.shell
 	return tool, true, facts
 }

@@ -35,7 +35,7 @@ var DemoCatalog = map[string]client.Connector{
 		{Name: "create_event", DisplayName: "Create event", Annotations: approval.Annotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}},
 	}},
 	"system": {DisplayName: "System", Kind: "builtin", Tools: []client.ConnectorTool{
-		{Name: "run_command", DisplayName: "Run shell command", Annotations: approval.Annotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}},
+		{Name: "run_command", DisplayName: "Run shell command", Annotations: approval.Annotations{DestructiveHint: ptr(true), OpenWorldHint: ptr(false)}, ShellArgument: "command"},
 		{Name: "get_time", DisplayName: "Get time", Annotations: approval.Annotations{ReadOnlyHint: ptr(true)}},
 	}},
 }

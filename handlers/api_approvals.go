@@ -47,6 +47,9 @@ func (h *Handler) toApprovalJSON(a db.Approval) approvalJSON {
 		URL: h.approvalURL(a.ID),
 		Elicitation: elicitationJSON{ID: a.ID, Type: "elicitation", ElicitationType: "tool_call_approval",
 			Message: "Allow " + a.ToolDisplay + " (" + a.ConnectorDisplay + ") to run?", Name: a.Connector + "." + a.Tool, Arguments: a.Preview}}
+	// The parsed command holds the command itself: the API gives the
+	// runtime the shortened preview only, never the full text.
+	out.Elicitation.Arguments.Shell = nil
 	if a.Scope != nil {
 		out.Scope = *a.Scope
 	}

@@ -21,6 +21,7 @@ type toolBody struct {
 	Description      string               `json:"description"`
 	Annotations      approval.Annotations `json:"annotations"`
 	StandingApproval *bool                `json:"standing_approval"`
+	ShellArgument    string               `json:"shell_argument"`
 }
 
 // APIConnectorPut upserts a connector and its full tool list.
@@ -53,7 +54,7 @@ func (h *Handler) APIConnectorPut(c echo.Context) error {
 			t.DisplayName = t.Name
 		}
 		sync.Tools = append(sync.Tools, db.ToolSync{Name: t.Name, DisplayName: t.DisplayName, Description: t.Description,
-			Annotations: t.Annotations, StandingApproval: t.StandingApproval})
+			Annotations: t.Annotations, StandingApproval: t.StandingApproval, ShellArgument: t.ShellArgument})
 	}
 	if err := h.DB.SyncConnector(c.Request().Context(), CurrentAPIKey(c).Actor(), sync); err != nil {
 		return err
@@ -70,7 +71,8 @@ func checkConnectorFields(b connectorBody) error {
 		fields = append(fields,
 			approval.Field{Name: at + "name", Value: t.Name, Rule: approval.RuleName, Required: true},
 			approval.Field{Name: at + "display_name", Value: t.DisplayName, Rule: approval.RuleDisplayName},
-			approval.Field{Name: at + "description", Value: t.Description, Rule: approval.RuleDescription})
+			approval.Field{Name: at + "description", Value: t.Description, Rule: approval.RuleDescription},
+			approval.Field{Name: at + "shell_argument", Value: t.ShellArgument, Rule: approval.RuleDisplayName})
 	}
 	return approval.CheckFields(fields...)
 }

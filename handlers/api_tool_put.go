@@ -15,6 +15,7 @@ type toolPutBody struct {
 	Description          string               `json:"description"`
 	Annotations          approval.Annotations `json:"annotations"`
 	StandingApproval     *bool                `json:"standing_approval"`
+	ShellArgument        string               `json:"shell_argument"`
 	ConnectorDisplayName string               `json:"connector_display_name"`
 	ConnectorKind        string               `json:"connector_kind"`
 }
@@ -46,6 +47,7 @@ func (h *Handler) APIToolPut(c echo.Context) error {
 	if err := approval.CheckFields(
 		approval.Field{Name: "display_name", Value: b.DisplayName, Rule: approval.RuleDisplayName},
 		approval.Field{Name: "description", Value: b.Description, Rule: approval.RuleDescription},
+		approval.Field{Name: "shell_argument", Value: b.ShellArgument, Rule: approval.RuleDisplayName},
 		approval.Field{Name: "connector_display_name", Value: b.ConnectorDisplayName, Rule: approval.RuleDisplayName},
 	); err != nil {
 		return err
@@ -66,7 +68,7 @@ func (h *Handler) APIToolPut(c echo.Context) error {
 	res, err := h.DB.RegisterTool(c.Request().Context(), CurrentAPIKey(c).Actor(), db.ToolRegistration{
 		Connector: connector, ConnectorDisplayName: b.ConnectorDisplayName, ConnectorKind: b.ConnectorKind,
 		Tool: db.ToolSync{Name: tool, DisplayName: b.DisplayName, Description: b.Description,
-			Annotations: b.Annotations, StandingApproval: b.StandingApproval},
+			Annotations: b.Annotations, StandingApproval: b.StandingApproval, ShellArgument: b.ShellArgument},
 	})
 	if err != nil {
 		return err

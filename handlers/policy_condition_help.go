@@ -86,7 +86,12 @@ func namedExample(k db.ArgumentKey, ref string) (views.ConditionExample, bool) {
 			Says: "asks unless " + k.Name + " is on intranet.example.com"}, true
 	case has("path", "file", "dir", "folder") && k.Kind == "text":
 		return views.ConditionExample{Expr: "!" + ref + `.startsWith("/tmp/")`, Says: "asks unless " + k.Name + " is under /tmp/"}, true
-	case has("command", "cmd", "script", "query", "sql") && k.Kind == "text":
+	case has("command", "cmd", "script") && k.Kind == "text":
+		// shell_commands reads every simple command, chained or nested, so
+		// "git status && rm -rf ~" is not taken for git status.
+		return views.ConditionExample{Expr: "!shell_commands(" + ref + `).all(c, c[0] in ["git", "ls"])`,
+			Says: "asks unless every command in " + k.Name + " (chained, piped or nested) is git or ls"}, true
+	case has("query", "sql") && k.Kind == "text":
 		return views.ConditionExample{Expr: ref + `.contains("rm ")`, Says: "asks when " + k.Name + ` contains "rm "`}, true
 	}
 	return views.ConditionExample{}, false

@@ -17,11 +17,6 @@ type Target struct {
 	Tool      string
 	// Registration is sent only when the server answers unknown_tool.
 	Registration client.ToolRegistration
-	// ShellArgument names the argument that holds a shell command line
-	// (tools.tsv). It is not sent with the registration yet: the server
-	// takes client.ToolRegistration's shell_argument only from the release
-	// that knows the field.
-	ShellArgument string
 	// said are the arguments that are the model's words about the call,
 	// never run: they become the call's reason (tools.tsv).
 	said []string
@@ -162,6 +157,7 @@ func (a agent) target(name string) (Target, error) {
 	t.Registration.Description = b.description
 	t.Registration.Annotations = b.annotations
 	t.Registration.StandingApproval = b.standing
-	t.ShellArgument, t.said = b.shellArgument, b.said
+	t.Registration.ShellArgument = b.shellArgument
+	t.said = b.said
 	return t, nil
 }

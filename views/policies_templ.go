@@ -680,7 +680,7 @@ func PolicyEdit(f PolicyForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "</textarea><p class=\"meta\" id=\"condition-help\">A CEL expression over <code>args</code>, the call’s arguments. With “Require approval”, the call asks only when it is true, and otherwise runs without asking. If it can’t be evaluated — unreadable arguments, a missing key, an error, too costly — the call asks a person.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "</textarea><p class=\"meta\" id=\"condition-help\">A CEL expression over <code>args</code>, the call’s arguments. With “Require approval”, the call asks only when it is true, and otherwise runs without asking. If it can’t be evaluated — unreadable arguments, a missing key, an error, too costly — the call asks a person. For a shell command line, <code>shell_commands(args.command)</code> gives every simple command in it — chained, piped, in <code>$(…)</code>, <code>bash -c</code> or <code>eval</code> — as a list of words, redirections last (<code>[[\"git\", \"status\"], [\"rm\", \"-rf\", \"~\"]]</code>); a command that does not parse makes the call ask.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -47,12 +47,23 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		TurnID: conv, Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args), AttachToPending: true}
 	out, err := g.gate(ctx, req, call)
 	if err != nil {
-		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", err)
+		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", g.redact(err.Error()))
 	}
 	if !out.Allowed {
+		out.Message = g.redact(out.Message)
 		return refused(out), nil
 	}
 	return g.forward(ctx, p, args)
+}
+
+// redact replaces the API key in a message from elsewhere (the server,
+// the network) before the client or the log sees it: the model reads the
+// results, and a client may show the gateway's log to it too.
+func (g *Gateway) redact(s string) string {
+	if k := g.opt.Client.APIKey; len(k) >= 8 {
+		return strings.ReplaceAll(s, k, "[API key]")
+	}
+	return s
 }
 
 // arguments is the argument object as the client sent it, without

@@ -75,7 +75,7 @@ func (g *Gateway) toolsChanged() {
 		err = g.syncCatalog(ctx, cs)
 	}
 	if err != nil {
-		g.opt.Log.Warn("could not register the upstream's changed tools", "err", err)
+		g.opt.Log.Warn("could not register the upstream's changed tools", "err", g.redact(err.Error()))
 	}
 }
 

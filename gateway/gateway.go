@@ -123,7 +123,7 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 	g.mirror.Store(&mirror{server: server})
 	if err := g.syncCatalog(ctx, cs); err != nil {
 		// Calls still fail closed; the next call tries again.
-		g.opt.Log.Warn("could not register the upstream's tools with Countersign", "connector", g.opt.Connector, "err", err)
+		g.opt.Log.Warn("could not register the upstream's tools with Countersign", "connector", g.opt.Connector, "err", g.redact(err.Error()))
 	}
 	err = server.Run(ctx, t)
 	// The client going away (stdin EOF, a closed pipe) or a signal is the

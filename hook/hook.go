@@ -8,6 +8,7 @@
 package hook
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -49,16 +50,30 @@ type Config struct {
 // Run reads one hook input from stdin, asks Countersign and writes the
 // agent's answer to stdout. It returns the exit code; on ExitFailed it has
 // written one line to stderr.
+//
+// Nothing it writes contains the API key: an agent may hand both stdout
+// and stderr to the model, so the key is replaced wherever a message from
+// elsewhere (the server, the network) might carry it.
 func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, err := decide(ctx, cfg, stdin)
 	if err == nil {
-		_, err = stdout.Write(out)
+		_, err = stdout.Write(redact(out, cfg))
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "countersign hook: "+oneLine(err.Error())+" — the call did not run.")
+		line := "countersign hook: " + oneLine(err.Error()) + " — the call did not run.\n"
+		_, _ = stderr.Write(redact([]byte(line), cfg))
 		return ExitFailed
 	}
 	return ExitDecided
+}
+
+// redact replaces the API key in b. A key is long and random, so a
+// message never holds it by chance; this guards against one that echoes it.
+func redact(b []byte, cfg Config) []byte {
+	if cfg.Client == nil || len(cfg.Client.APIKey) < 8 {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(cfg.Client.APIKey), []byte("[API key]"))
 }
 
 func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
@@ -70,7 +85,7 @@ func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("%s has no defer answer", cfg.Dialect)
 	}
 	if cfg.Client == nil || cfg.Client.BaseURL == "" || cfg.Client.APIKey == "" || cfg.User == "" {
-		return nil, errors.New("set --url, --api-key and --user (or COUNTERSIGN_URL, COUNTERSIGN_API_KEY, COUNTERSIGN_USER)")
+		return nil, errors.New("set COUNTERSIGN_URL, COUNTERSIGN_USER and COUNTERSIGN_API_KEY_FILE (or COUNTERSIGN_API_KEY), or --url, --user and --api-key-file")
 	}
 	wait := cfg.Wait
 	if wait <= 0 {

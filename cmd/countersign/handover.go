@@ -40,8 +40,15 @@ func printHandover(w io.Writer, h handover) {
 	}
 	fmt.Fprintln(w, "\nFor your agent runtime (docs/api.md; examples/ in the repository):")
 	fmt.Fprintf(w, "  export COUNTERSIGN_URL=%s\n", h.BaseURL)
+	keyFile := h.KeyFile
+	if abs, err := filepath.Abs(keyFile); err == nil {
+		keyFile = abs
+	}
 	if h.APIKey != "" {
-		fmt.Fprintf(w, "  export COUNTERSIGN_API_KEY=%s   # kept in %s, the same on every run\n", h.APIKey, h.KeyFile)
+		// The key itself is not printed: this output may be read by an
+		// agent, and the hook and the gateway read the file (0600).
+		fmt.Fprintf(w, "  export COUNTERSIGN_API_KEY_FILE=%s   # the runtime key, the same on every run\n", shellWord(keyFile))
+		fmt.Fprintf(w, "  export COUNTERSIGN_API_KEY=\"$(cat %s)\"   # for runtimes that take the key itself\n", shellWord(keyFile))
 	}
 	if len(h.Users) > 0 {
 		fmt.Fprintf(w, "  export COUNTERSIGN_USER=%s   # the \"user\" of a check: whose inbox is asked\n", h.Users[0].Subject)
@@ -49,9 +56,9 @@ func printHandover(w io.Writer, h handover) {
 	fmt.Fprintf(w, "  API contract: %s/api/v1/openapi.json\n", h.BaseURL)
 	if h.APIKey != "" && len(h.Users) > 0 {
 		fmt.Fprintln(w)
-		printHookLine(w, h.BaseURL, h.APIKey, h.Users[0].Subject)
+		printHookLines(w, h.BaseURL, keyFile, h.Users[0].Subject)
 		fmt.Fprintln(w, "MCP gateway (paste as the server's command in your MCP client; see docs/agents.md):")
-		fmt.Fprintln(w, "  "+mcpWrapperLine(h.BaseURL, h.APIKey))
+		fmt.Fprintln(w, "  "+mcpWrapperLine(h.BaseURL, keyFile))
 	}
 	fmt.Fprintf(w, "\nDatabase: %s\n", h.DatabaseURL)
 	fmt.Fprintln(w, "  (for countersign apikey create and audit verify: export COUNTERSIGN_DATABASE_URL=<that URL>)")

@@ -53,16 +53,22 @@ func TestDevAPIKeyIsKept(t *testing.T) {
 
 func TestPrintHandover(t *testing.T) {
 	var b bytes.Buffer
-	printHandover(&b, handover{BaseURL: "http://localhost:8080", APIKey: "cs_abc", KeyFile: ".countersign/dev-api-key",
+	printHandover(&b, handover{BaseURL: "http://localhost:8080", APIKey: "cs_abc_secret", KeyFile: "/data/.countersign/dev-api-key",
 		DatabaseURL: "postgres://postgres@127.0.0.1:5555/countersign?sslmode=disable", Users: []dev.DemoUser{dev.DemoMember, dev.DemoAdmin}})
 	out := b.String()
-	for _, want := range []string{"http://localhost:8080", "COUNTERSIGN_API_KEY=cs_abc", ".countersign/dev-api-key",
+	for _, want := range []string{"http://localhost:8080", "export COUNTERSIGN_API_KEY_FILE=/data/.countersign/dev-api-key",
+		`export COUNTERSIGN_API_KEY="$(cat /data/.countersign/dev-api-key)"`,
 		"subject demo-member", "subject demo-admin", "postgres://postgres@127.0.0.1:5555/countersign", "/api/v1/openapi.json",
-		"hook --url http://localhost:8080 --api-key cs_abc --user demo-member",
-		"mcp --url http://localhost:8080 --api-key cs_abc --user demo-member --connector filesystem --"} {
+		"hook --dialect claude-code --url http://localhost:8080 --user demo-member --api-key-file /data/.countersign/dev-api-key",
+		"hook --dialect codex --url http://localhost:8080 --user demo-member --api-key-file /data/.countersign/dev-api-key",
+		"mcp --url http://localhost:8080 --api-key-file /data/.countersign/dev-api-key --user demo-member --connector filesystem --"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("handover lacks %q:\n%s", want, out)
 		}
+	}
+	// The output may be read by an agent: the key itself is never printed.
+	if strings.Contains(out, "cs_abc_secret") {
+		t.Errorf("handover prints the key:\n%s", out)
 	}
 	if got := redactedURL("postgres://app:s3cret@db:5432/countersign"); strings.Contains(got, "s3cret") {
 		t.Errorf("password shown: %s", got)

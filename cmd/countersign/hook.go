@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 	"github.com/countersign/countersign/hook"
 )
 
-const hookUsage = "countersign hook [--dialect claude-code|codex] [--url URL] [--api-key KEY] [--user SUBJECT] [--wait 50s] [--defer]"
+const hookUsage = "countersign hook [--dialect claude-code|codex|codex-permission-request] [--url URL] [--user SUBJECT] [--api-key-file FILE] [--wait 50s] [--defer]"
 
 // errHookFailed: the hook wrote its reason and must exit 2, the code both
 // agents read as "do not run" (1 would let Claude Code run the call).
@@ -32,7 +33,8 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// The environment is read after parsing, not shown as flag defaults:
 	// help text must never print the API key.
 	url := fs.String("url", "", "Countersign's address (default $COUNTERSIGN_URL)")
-	key := fs.String("api-key", "", "a runtime API key (default $COUNTERSIGN_API_KEY)")
+	key := fs.String("api-key", "", "a runtime API key, for one-off use only: an agent may show the hook's command line to the model (default $COUNTERSIGN_API_KEY)")
+	keyFile := fs.String("api-key-file", "", "a file (mode 0600) holding the runtime API key (default $COUNTERSIGN_API_KEY_FILE)")
 	user := fs.String("user", "", "OIDC subject of the person whose agent this is (default $COUNTERSIGN_USER)")
 	wait := fs.Duration("wait", hook.DefaultWait, "answer by then; keep it below the agent's hook timeout")
 	deferAnswer := fs.Bool("defer", false, "Claude Code -p runs: answer defer instead of deny when the wait ends")
@@ -42,9 +44,13 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return hook.ExitFailed
 	}
 	orEnv(url, "COUNTERSIGN_URL")
-	orEnv(key, "COUNTERSIGN_API_KEY")
 	orEnv(user, "COUNTERSIGN_USER")
-	cfg := hook.Config{Client: client.New(*url, *key), User: *user, Dialect: *dialect, Wait: *wait, Defer: *deferAnswer}
+	apiKey, err := runtimeKey(*key, *keyFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "countersign hook: "+err.Error()+" — the call did not run.")
+		return hook.ExitFailed
+	}
+	cfg := hook.Config{Client: client.New(*url, apiKey), User: *user, Dialect: *dialect, Wait: *wait, Defer: *deferAnswer}
 	return hook.Run(ctx, cfg, stdin, stdout, stderr)
 }
 
@@ -54,12 +60,42 @@ func orEnv(v *string, name string) {
 	}
 }
 
-// printHookLine prints the hook command for a server, ready for an agent's
-// settings (docs/agents.md has the full snippets).
-func printHookLine(w io.Writer, baseURL, key, user string) {
-	bin := selfCommand()
-	fmt.Fprintln(w, "Claude Code hook (.claude/settings.json → hooks.PreToolUse, matcher \"*\", timeout 60; see docs/agents.md):")
-	fmt.Fprintf(w, "  %s hook --url %s --api-key %s --user %s\n", bin, baseURL, key, user)
+// hookEntry is one command hook as both agents' hook settings take it.
+type hookEntry struct {
+	Type    string `json:"type"`
+	Command string `json:"command"`
+	Timeout int    `json:"timeout"` // seconds
+}
+
+// hookTimeout is the agents' hook timeout the printed lines set: the
+// hook's own --wait (50 s) answers well before it, since an agent that
+// kills a hook at its timeout lets the call through.
+const hookTimeout = 60
+
+// printHookLines prints a ready hook entry for Claude Code and one for
+// Codex. Neither holds the key: the hook reads it from keyFile.
+func printHookLines(w io.Writer, baseURL, keyFile, user string) {
+	line := func(dialect string) string {
+		cmd := strings.Join([]string{shellWord(selfCommand()), "hook", "--dialect", dialect, "--url", shellWord(baseURL),
+			"--user", shellWord(user), "--api-key-file", shellWord(keyFile)}, " ")
+		b, _ := json.Marshal(hookEntry{Type: "command", Command: cmd, Timeout: hookTimeout})
+		return string(b)
+	}
+	fmt.Fprintln(w, "Claude Code hook (.claude/settings.json → hooks.PreToolUse → {\"matcher\": \"*\", \"hooks\": [this]}; see docs/agents.md):")
+	fmt.Fprintln(w, "  "+line(hook.ClaudeCode))
+	fmt.Fprintln(w, "Codex hook ($CODEX_HOME/hooks.json → hooks.PreToolUse → {\"hooks\": [this]}; then trust it with /hooks; see docs/agents.md):")
+	fmt.Fprintln(w, "  "+line(hook.Codex))
+}
+
+// shellWord quotes s for sh when it holds anything but plain characters:
+// both agents run a hook's command with a shell.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:=@+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // selfCommand is how a printed command line should call this binary: its

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -66,6 +67,22 @@ func execHook(t testing.TB, bin string, env []string, stdin string, args ...stri
 func TestHookBinary(t *testing.T) {
 	e, env := hookServer(t)
 	bin := buildBinary(t)
+	key := strings.TrimPrefix(env[1], "COUNTERSIGN_API_KEY=")
+	dir := t.TempDir()
+	goodFile, openFile, wrongFile := filepath.Join(dir, "key"), filepath.Join(dir, "open"), filepath.Join(dir, "wrong")
+	for p, c := range map[string]struct {
+		key  string
+		mode os.FileMode
+	}{goodFile: {key, 0o600}, openFile: {key, 0o644}, wrongFile: {"cs_wrongkey_0a1b2c3d4e5f", 0o600}} {
+		if err := os.WriteFile(p, []byte(c.key+"\n"), c.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	urlUser := []string{"COUNTERSIGN_URL=" + e.BaseURL, "COUNTERSIGN_API_KEY=", "COUNTERSIGN_API_KEY_FILE=", "COUNTERSIGN_USER=" + dev.DemoMember.Subject}
+	keyFileEnv := append(append([]string{}, urlUser[:3]...), "COUNTERSIGN_API_KEY_FILE="+goodFile, urlUser[3])
 	cases := []struct {
 		name        string
 		env         []string
@@ -79,7 +96,13 @@ func TestHookBinary(t *testing.T) {
 			[]string{"--dialect", "codex"}, 0, `{"hookSpecificOutput":{"decision":{"behavior":"allow"},"hookEventName":"PermissionRequest"}}` + "\n", ""},
 		{"Malformed", env, `{"tool_name":`, nil, 2, "", "not a JSON object"},
 		{"ServerDown", []string{"COUNTERSIGN_URL=http://127.0.0.1:1", "COUNTERSIGN_API_KEY=k", "COUNTERSIGN_USER=u"}, hookRead + `2"}`, nil, 2, "", "could not ask Countersign"},
-		{"NoConfiguration", []string{"COUNTERSIGN_URL=", "COUNTERSIGN_API_KEY=", "COUNTERSIGN_USER="}, hookRead + `3"}`, nil, 2, "", "set --url"},
+		{"NoConfiguration", []string{"COUNTERSIGN_URL=", "COUNTERSIGN_API_KEY=", "COUNTERSIGN_USER="}, hookRead + `3"}`, nil, 2, "", "set COUNTERSIGN_URL"},
+		{"KeyFile", keyFileEnv, hookRead + `6"}`, nil, 0, hookAllowed, ""},
+		{"KeyFileFlag", urlUser, hookRead + `7"}`, []string{"--api-key-file", goodFile}, 0, hookAllowed, ""},
+		{"KeyFileReadable", append(urlUser, "COUNTERSIGN_API_KEY_FILE="+openFile), hookRead + `8"}`, nil, 2, "", "chmod 600"},
+		{"KeyFileMissing", append(urlUser, "COUNTERSIGN_API_KEY_FILE="+goodFile+".gone"), hookRead + `9"}`, nil, 2, "", "cannot open the API key file"},
+		{"KeyFileServerDown", []string{"COUNTERSIGN_URL=http://127.0.0.1:1", "COUNTERSIGN_API_KEY=", "COUNTERSIGN_API_KEY_FILE=" + goodFile, "COUNTERSIGN_USER=u"}, hookRead + `10"}`, nil, 2, "", "could not ask Countersign"},
+		{"KeyFileRefused", []string{"COUNTERSIGN_URL=" + e.BaseURL, "COUNTERSIGN_API_KEY=", "COUNTERSIGN_API_KEY_FILE=" + wrongFile, "COUNTERSIGN_USER=u"}, hookRead + `11"}`, nil, 2, "", "refused the API key"},
 		{"FlagsOverride", []string{"COUNTERSIGN_URL=http://127.0.0.1:1", "COUNTERSIGN_API_KEY=k", "COUNTERSIGN_USER=u"}, hookRead + `4"}`,
 			[]string{"--url", e.BaseURL, "--api-key", strings.TrimPrefix(env[1], "COUNTERSIGN_API_KEY="), "--user", dev.DemoMember.Subject}, 0, hookAllowed, ""},
 		{"UnknownDialect", env, hookRead + `5"}`, []string{"--dialect", "cursor"}, 2, "", "unknown dialect"},
@@ -97,8 +120,8 @@ func TestHookBinary(t *testing.T) {
 			if c.code == 2 && (!strings.HasPrefix(last, "countersign hook: ") || !strings.Contains(last, c.why)) {
 				t.Fatalf("stderr %q, want a last line with %q", stderr, c.why)
 			}
-			if strings.Contains(stderr, "cs_") {
-				t.Fatalf("stderr shows the API key: %q", stderr)
+			if strings.Contains(stdout+stderr, key) || strings.Contains(stdout+stderr, "cs_wrongkey") {
+				t.Fatalf("the output shows the API key: %q %q", stdout, stderr)
 			}
 		})
 	}
@@ -133,14 +156,83 @@ func BenchmarkHookAllowed(b *testing.B) {
 	b.ReportMetric(float64(hook)/float64(version), "hook/version")
 }
 
-// countersign dev prints a hook line that is the hook's own command line.
-func TestPrintHookLine(t *testing.T) {
+// countersign dev prints a ready hook entry for each agent: the hook's own
+// command line, with the key file and never the key.
+func TestPrintHookLines(t *testing.T) {
 	var b bytes.Buffer
-	printHookLine(&b, "http://localhost:8080", "cs_key", "demo-member")
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	fields := strings.Fields(lines[len(lines)-1])
-	want := []string{"hook", "--url", "http://localhost:8080", "--api-key", "cs_key", "--user", "demo-member"}
-	if len(fields) != len(want)+1 || strings.Join(fields[1:], " ") != strings.Join(want, " ") {
-		t.Fatalf("hook line %q", lines[len(lines)-1])
+	printHookLines(&b, "http://localhost:8080", "/home/maya/my data/dev-api-key", "demo-member")
+	var entries []hookEntry
+	for _, l := range strings.Split(b.String(), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") {
+			var e hookEntry
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) != 2 {
+		t.Fatalf("want two hook entries:\n%s", b.String())
+	}
+	for i, dialect := range []string{"claude-code", "codex"} {
+		e := entries[i]
+		fields := strings.SplitN(e.Command, " ", 2)
+		want := "hook --dialect " + dialect + " --url http://localhost:8080 --user demo-member --api-key-file '/home/maya/my data/dev-api-key'"
+		if e.Type != "command" || e.Timeout != hookTimeout || len(fields) != 2 || fields[1] != want {
+			t.Errorf("%s entry %+v, want command … %s", dialect, e, want)
+		}
+	}
+	if strings.Contains(b.String(), "--api-key ") {
+		t.Fatalf("a hook line carries --api-key:\n%s", b.String())
+	}
+}
+
+// The key file: read when its mode is 0600, refused when others may read
+// it, and no message ever holds its contents.
+func TestRuntimeKey(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const secret = "cs_keyfile_5e0c9a1b7d3f2468"
+	good := write("good", secret+"\n", 0o600)
+	t.Setenv(envAPIKey, "")
+	t.Setenv(envAPIKeyFile, "")
+	if k, err := runtimeKey("", good); err != nil || k != secret {
+		t.Fatalf("good file: %q %v", k, err)
+	}
+	t.Setenv(envAPIKeyFile, good)
+	if k, err := runtimeKey("", ""); err != nil || k != secret {
+		t.Fatalf("file from the environment: %q %v", k, err)
+	}
+	if k, err := runtimeKey("cs_flag", ""); err != nil || k != "cs_flag" {
+		t.Fatalf("the flag wins: %q %v", k, err)
+	}
+	t.Setenv(envAPIKey, "cs_env")
+	if k, err := runtimeKey("", ""); err != nil || k != "cs_env" {
+		t.Fatalf("the variable: %q %v", k, err)
+	}
+	bad := []struct{ name, path, why string }{
+		{"GroupReadable", write("group", secret, 0o640), "chmod 600"},
+		{"WorldReadable", write("world", secret, 0o644), "chmod 600"},
+		{"Missing", filepath.Join(dir, "nope"), "cannot open"},
+		{"Empty", write("empty", "\n", 0o600), "does not hold one key"},
+		{"TwoLines", write("two", secret+"\n"+secret+"\n", 0o600), "does not hold one key"},
+		{"Folder", dir, "not a regular file"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			k, err := runtimeKey("", c.path)
+			if err == nil || k != "" || !strings.Contains(err.Error(), c.why) || strings.Contains(err.Error(), secret) {
+				t.Fatalf("%q %v; want an error with %q and without the key", k, err, c.why)
+			}
+		})
 	}
 }

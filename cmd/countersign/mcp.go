@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const mcpUsage = "countersign mcp --connector NAME [--url URL --api-key KEY --user SUBJECT --hold 45s] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
+const mcpUsage = "countersign mcp --connector NAME [--url URL --user SUBJECT --api-key-file FILE --hold 45s] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
 
 // runMCP is an MCP server on stdin/stdout that an MCP client launches in
 // place of the real server; every tools/call is checked with Countersign
@@ -26,7 +26,9 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlags("mcp", mcpUsage, stderr, false)
 	connector := fs.String("connector", "", "connector the upstream's tools are registered as (required)")
 	base := fs.String("url", envOr("COUNTERSIGN_URL", "http://localhost:8080"), "Countersign's base URL (or COUNTERSIGN_URL)")
-	key := fs.String("api-key", os.Getenv("COUNTERSIGN_API_KEY"), "runtime API key (or COUNTERSIGN_API_KEY)")
+	// The key is not a flag default: help text would print it.
+	key := fs.String("api-key", "", "runtime API key, for one-off use only (default $COUNTERSIGN_API_KEY)")
+	keyFile := fs.String("api-key-file", "", "a file (mode 0600) holding the runtime API key (default $COUNTERSIGN_API_KEY_FILE)")
 	user := fs.String("user", os.Getenv("COUNTERSIGN_USER"), "OIDC subject of the person whose calls these are (or COUNTERSIGN_USER)")
 	hold := fs.Duration("hold", gateway.DefaultHold, "longest wait for a person before the call returns the approval link")
 	upstreamURL := fs.String("upstream", "", "connect to an MCP server over streamable HTTP instead of starting COMMAND")
@@ -37,7 +39,11 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return usageErr(err)
 	}
 	command := fs.Args()
-	if *connector == "" || *key == "" || *user == "" || *hold <= 0 || (len(command) == 0) == (*upstreamURL == "") {
+	apiKey, err := runtimeKey(*key, *keyFile)
+	if err != nil {
+		return err
+	}
+	if *connector == "" || apiKey == "" || *user == "" || *hold <= 0 || (len(command) == 0) == (*upstreamURL == "") {
 		fs.Usage()
 		return errUsage
 	}
@@ -52,7 +58,7 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	} else {
 		up = gateway.Command(command[0], command[1:], stderr)
 	}
-	g, err := gateway.New(gateway.Options{Connector: *connector, Client: client.New(*base, *key), User: *user,
+	g, err := gateway.New(gateway.Options{Connector: *connector, Client: client.New(*base, apiKey), User: *user,
 		Upstream: up, Hold: *hold, Version: version, Log: log})
 	if err != nil {
 		return err
@@ -93,7 +99,7 @@ func (h *headerFlag) Set(v string) error {
 
 // mcpWrapperLine is the command line that wraps an MCP server (here the
 // reference filesystem server) with the gateway for the development server.
-func mcpWrapperLine(baseURL, key string) string {
-	return selfCommand() + " mcp --url " + baseURL + " --api-key " + key + " --user " + dev.DemoMember.Subject +
+func mcpWrapperLine(baseURL, keyFile string) string {
+	return shellWord(selfCommand()) + " mcp --url " + shellWord(baseURL) + " --api-key-file " + shellWord(keyFile) + " --user " + dev.DemoMember.Subject +
 		" --connector filesystem -- npx -y @modelcontextprotocol/server-filesystem ."
 }

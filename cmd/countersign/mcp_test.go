@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,9 +30,27 @@ func TestMCPFlags(t *testing.T) {
 }
 
 func TestMCPWrapperLine(t *testing.T) {
-	got := mcpWrapperLine("http://localhost:8080", "cs_key")
-	want := "countersign mcp --url http://localhost:8080 --api-key cs_key --user demo-member --connector filesystem -- "
+	got := mcpWrapperLine("http://localhost:8080", "/data/dev-api-key")
+	want := "countersign mcp --url http://localhost:8080 --api-key-file /data/dev-api-key --user demo-member --connector filesystem -- "
 	if !strings.HasPrefix(got, want) {
 		t.Fatalf("%q", got)
+	}
+}
+
+// The gateway's help and its key-file errors never print the key.
+func TestMCPKeyNotShown(t *testing.T) {
+	const secret = "cs_mcpsecret_71c3e9a5b0d2"
+	t.Setenv("COUNTERSIGN_API_KEY", secret)
+	t.Setenv("COUNTERSIGN_USER", "")
+	if _, out, errb := runCmd(t, map[string]string{}, "mcp", "--help"); strings.Contains(out+errb, secret) {
+		t.Fatalf("help prints the key: %q", errb)
+	}
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runCmd(t, map[string]string{}, "mcp", "--connector", "c", "--user", "u", "--api-key-file", path, "--", "server")
+	if code == 0 || !strings.Contains(errb, "chmod 600") || strings.Contains(out+errb, secret) {
+		t.Fatalf("readable key file: exit %d %q %q", code, out, errb)
 	}
 }

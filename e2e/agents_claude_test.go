@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/countersign/countersign/dev"
 )
 
 // claudeRun is one headless Claude Code run: its home, workspace and fake
@@ -19,15 +17,14 @@ type claudeRun struct {
 }
 
 // startClaude runs `claude -p` in a fresh HOME and workspace against a fake
-// model with the script, the hook in a --settings file, and the hook's
-// settings in the environment (never on its command line).
+// model with the script and the hook in a --settings file.
 func (s *agentSetup) startClaude(t *testing.T, countersignURL string, script ...toolCall) *claudeRun {
 	t.Helper()
 	c := &claudeRun{home: t.TempDir(), work: t.TempDir()}
 	c.model = newFakeModel(t, anthropicMessages, script...)
 	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 		"matcher": "*",
-		"hooks":   []any{map[string]any{"type": "command", "command": s.hook + " hook --dialect claude-code", "timeout": 60}},
+		"hooks":   []any{map[string]any{"type": "command", "command": s.hookCommand("claude-code", countersignURL), "timeout": 60}},
 	}}}}
 	b, _ := json.Marshal(settings)
 	file := filepath.Join(t.TempDir(), "settings.json")
@@ -43,9 +40,6 @@ func (s *agentSetup) startClaude(t *testing.T, countersignURL string, script ...
 		"ANTHROPIC_API_KEY=sk-ant-fake-model-key",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
-		"COUNTERSIGN_URL=" + countersignURL,
-		"COUNTERSIGN_API_KEY=" + s.key,
-		"COUNTERSIGN_USER=" + dev.DemoMember.Subject,
 	}
 	c.cliRun = s.startCLI(t, c.work, env, "claude", "-p", "Follow the plan.", "--settings", file,
 		"--output-format", "json")
@@ -153,7 +147,9 @@ func TestClaudeCodeHook(t *testing.T) {
 		}
 		got, isErr := c.toolResult(t, 0)
 		t.Logf("tool result: %s", got)
-		if !isErr || !strings.Contains(got, "did not run") {
+		// Claude Code shows the model the hook's command line: the key
+		// file's name is there, the key is not.
+		if !isErr || !strings.Contains(got, "did not run") || !strings.Contains(got, s.keyFile) {
 			t.Fatalf("Bash result %s (error %v)", got, isErr)
 		}
 		if got, isErr := c.toolResult(t, 1); !isErr || strings.Contains(got, "hello from the workspace") {

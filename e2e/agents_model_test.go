@@ -160,3 +160,48 @@ func anthropicMessages(m *fakeModel, w http.ResponseWriter, r *http.Request, bod
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]int{"output_tokens": 10}})
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }
+
+// openAIResponses is the OpenAI Responses API as Codex calls it through a
+// custom model provider: POST {base_url}/responses, streaming.
+func openAIResponses(m *fakeModel, w http.ResponseWriter, r *http.Request, body []byte) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
+		http.NotFound(w, r)
+		return
+	}
+	var req struct {
+		Input []struct {
+			Type string `json:"type"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	results := 0
+	for _, item := range req.Input {
+		if item.Type == "function_call_output" || item.Type == "custom_tool_call_output" {
+			results++
+		}
+	}
+	id := fmt.Sprintf("call_cs%02d", results)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	sse(w, "response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_" + id}})
+	var item map[string]any
+	if results < len(m.script) {
+		call := m.script[results]
+		item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": call.Name, "arguments": call.Input}
+		if call.Name == "apply_patch" {
+			// A freeform tool: its input is the patch text itself.
+			item = map[string]any{"type": "custom_tool_call", "id": "ctc_" + id, "call_id": id, "name": call.Name, "input": call.Input}
+		}
+	} else {
+		item = map[string]any{"type": "message", "role": "assistant", "id": "msg_" + id,
+			"content": []any{map[string]any{"type": "output_text", "text": closing}}}
+	}
+	sse(w, "response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
+	sse(w, "response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
+	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": "resp_" + id,
+		"usage": map[string]any{"input_tokens": 100, "input_tokens_details": nil, "output_tokens": 10,
+			"output_tokens_details": nil, "total_tokens": 110}}})
+}

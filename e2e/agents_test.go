@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/internal/testenv"
 )
 
@@ -45,12 +46,14 @@ func agentBin(t *testing.T) string {
 // agentSetup is what every agent scenario shares: a running Countersign,
 // a runtime key, the built countersign binary and a signed-in person.
 type agentSetup struct {
-	e      *testenv.Env
-	key    string
-	hook   string // the countersign binary
-	bin    string // the CLIs' folder
-	tab    context.Context
-	closed string // an address where nothing listens
+	e   *testenv.Env
+	key string
+	// keyFile holds the key (0600), as `countersign dev` writes it.
+	keyFile string
+	hook    string // the countersign binary
+	bin     string // the CLIs' folder
+	tab     context.Context
+	closed  string // an address where nothing listens
 }
 
 func newAgentSetup(t *testing.T) *agentSetup {
@@ -62,6 +65,10 @@ func newAgentSetup(t *testing.T) *agentSetup {
 	}
 	s.e = testenv.NewEnv(t)
 	s.key = s.e.APIKey()
+	s.keyFile = filepath.Join(t.TempDir(), "api-key")
+	if err := os.WriteFile(s.keyFile, []byte(s.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
@@ -75,6 +82,13 @@ func newAgentSetup(t *testing.T) *agentSetup {
 	s.closed = "http://" + ln.Addr().String()
 	_ = ln.Close()
 	return s
+}
+
+// hookCommand is the hook's command line as `countersign dev` prints it:
+// the key stays in its file, never on the line an agent may show.
+func (s *agentSetup) hookCommand(dialect, countersignURL string) string {
+	return strings.Join([]string{s.hook, "hook", "--dialect", dialect, "--url", countersignURL,
+		"--user", dev.DemoMember.Subject, "--api-key-file", s.keyFile}, " ")
 }
 
 // cliRun is one run of an agent CLI.

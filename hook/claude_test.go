@@ -192,12 +192,12 @@ func TestServerDown(t *testing.T) {
 	e := testenv.NewEnv(t)
 	base, key := e.BaseURL, e.APIKey()
 	e.Stop()
-	for _, dialect := range []string{hook.ClaudeCode, hook.Codex} {
+	for dialect, in := range map[string]string{
+		hook.ClaudeCode:             claudeInput("toolu_down", "Read", readFile),
+		hook.Codex:                  codexPreToolUse("call_down", "Bash", `{"command":"ls"}`),
+		hook.CodexPermissionRequest: codexInput("Bash", `{"command":"ls"}`),
+	} {
 		cfg := hook.Config{Client: client.New(base, key), User: "demo-member", Dialect: dialect, Wait: 5 * time.Second}
-		in := claudeInput("toolu_down", "Read", readFile)
-		if dialect == hook.Codex {
-			in = codexInput("Bash", `{"command":"ls"}`)
-		}
 		runHook(cfg, in).wantFailed(t, "could not ask Countersign at "+base)
 	}
 }

@@ -9,27 +9,50 @@ import (
 
 // Dialects the hook speaks.
 const (
+	// ClaudeCode answers Claude Code's PreToolUse, before every tool call.
 	ClaudeCode = "claude-code"
-	Codex      = "codex"
+	// Codex answers Codex's PreToolUse, before every tool call in every
+	// approval mode.
+	Codex = "codex"
+	// CodexPermissionRequest answers Codex's PermissionRequest, raised
+	// only where Codex would ask the person at the terminal (sandbox
+	// escalations, execpolicy prompt rules, some patches and MCP tools).
+	CodexPermissionRequest = "codex-permission-request"
+)
+
+// format is how a dialect writes its answer.
+type format int
+
+const (
+	claudePreToolUse format = iota
+	codexPreToolUse
+	codexPermissionRequest
 )
 
 // dialect is one agent's hook contract: which event it answers, how its
 // input maps to a call, and how an answer is written.
 type dialect struct {
-	agent agent
-	event string // the hook_event_name it answers
+	name   string
+	agent  agent
+	event  string // the hook_event_name it answers
+	format format
 	// canDefer: the agent accepts "defer" (Claude Code, in -p runs).
 	canDefer bool
+	// toolUseID: the agent sends an id per tool call, and the hook needs it.
+	toolUseID bool
+}
+
+var dialects = map[string]dialect{
+	ClaudeCode:             {name: ClaudeCode, agent: claudeCode, event: "PreToolUse", format: claudePreToolUse, canDefer: true, toolUseID: true},
+	Codex:                  {name: Codex, agent: codex, event: "PreToolUse", format: codexPreToolUse, toolUseID: true},
+	CodexPermissionRequest: {name: CodexPermissionRequest, agent: codex, event: "PermissionRequest", format: codexPermissionRequest},
 }
 
 func dialectFor(name string) (dialect, error) {
-	switch name {
-	case ClaudeCode:
-		return dialect{agent: claudeCode, event: "PreToolUse", canDefer: true}, nil
-	case Codex:
-		return dialect{agent: codex, event: "PermissionRequest"}, nil
+	if d, ok := dialects[name]; ok {
+		return d, nil
 	}
-	return dialect{}, fmt.Errorf("unknown dialect %q (claude-code or codex)", name)
+	return dialect{}, fmt.Errorf("unknown dialect %q (claude-code, codex or codex-permission-request)", name)
 }
 
 // call maps the agent's input to a Countersign call.
@@ -40,27 +63,27 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 	if err := require([2]string{"session_id", in.SessionID}, [2]string{"tool_name", in.ToolName}); err != nil {
 		return client.Call{}, Target{}, err
 	}
+	t := d.agent.target(in.ToolName)
 	args, err := in.arguments()
 	if err != nil {
 		return client.Call{}, Target{}, err
 	}
 	callID, turn := in.ToolUseID, in.PromptID
-	if d.agent.connector == claudeCode.connector {
+	if d.agent.connector == codex.connector {
+		turn = in.TurnID
+	}
+	if d.toolUseID {
 		if err := require([2]string{"tool_use_id", in.ToolUseID}); err != nil {
 			return client.Call{}, Target{}, err
 		}
-	} else {
-		turn = in.TurnID
-		if callID == "" {
-			callID = newCallID("codex-")
-		}
+	} else if callID == "" {
+		callID = newCallID("codex-")
 	}
 	if turn == "" {
 		// No turn id: the session is the turn, so cancelling a turn
 		// cancels what the session still waits for.
 		turn = in.SessionID
 	}
-	t := d.agent.target(in.ToolName)
 	return client.Call{CallID: callID, User: user, ConversationID: in.SessionID, TurnID: turn,
 		Connector: t.Connector, Tool: t.Tool, Arguments: args, AttachToPending: true}, t, nil
 }
@@ -72,15 +95,29 @@ const (
 	deferred = "defer"
 )
 
-// answer is the JSON the agent reads on stdout. encoding/json keeps every
+// answer is what the agent reads on stdout. encoding/json keeps every
 // character of the reason: control characters, U+2028/U+2029 and <, >, &
 // are escaped, bidirectional marks pass through as themselves.
 func (d dialect) answer(decision, reason string) ([]byte, error) {
+	if reason == "" {
+		// An agent may read a deny without a reason as malformed, and
+		// malformed output lets Codex run the call.
+		reason = "Countersign did not allow this call."
+	}
 	var v any
-	if d.agent.connector == claudeCode.connector {
+	switch d.format {
+	case claudePreToolUse:
 		v = map[string]any{"hookSpecificOutput": map[string]string{
 			"hookEventName": d.event, "permissionDecision": decision, "permissionDecisionReason": reason}}
-	} else {
+	case codexPreToolUse:
+		if decision == allow {
+			// Codex's PreToolUse reads "allow" as unsupported: a quiet
+			// exit 0 is how a hook lets a call go on.
+			return nil, nil
+		}
+		v = map[string]any{"hookSpecificOutput": map[string]string{
+			"hookEventName": d.event, "permissionDecision": deny, "permissionDecisionReason": reason}}
+	case codexPermissionRequest:
 		dec := map[string]string{"behavior": decision}
 		if decision != allow {
 			dec["message"] = reason

@@ -70,6 +70,13 @@ func claudeInput(toolUseID, tool, toolInput string) string {
 		tool, toolInput, toolUseID)
 }
 
+// codexPreToolUse is a Codex PreToolUse input as Codex 0.169.0 writes it.
+func codexPreToolUse(toolUseID, tool, toolInput string) string {
+	return fmt.Sprintf(`{"session_id":"codex-sess","turn_id":"turn-7","transcript_path":"/tmp/t.jsonl","cwd":"/home/maya/p",`+
+		`"hook_event_name":"PreToolUse","model":"gpt-5","permission_mode":"default","tool_name":%q,"tool_input":%s,"tool_use_id":%q}`,
+		tool, toolInput, toolUseID)
+}
+
 // codexInput is a recorded Codex PermissionRequest input.
 func codexInput(tool, toolInput string) string {
 	return fmt.Sprintf(`{"session_id":"codex-sess","turn_id":"turn-7","transcript_path":"/tmp/t.jsonl","cwd":"/home/maya/p",`+

@@ -1,10 +1,11 @@
 // Package hook answers a coding agent's pre-tool-use hook — Claude Code's
-// PreToolUse, Codex's PermissionRequest — by asking Countersign, with the
-// same check, wait and claim as client.Gate.
+// PreToolUse, Codex's PreToolUse (or its PermissionRequest) — by asking
+// Countersign, with the same check, wait and claim as client.Gate.
 //
-// The hook is one process per tool call. It exits 0 only after writing a
-// decision the agent understands; every failure exits 2 with a one-line
-// reason on stderr, which both agents treat as "do not run".
+// The hook is one process per tool call. It exits 0 only with a decision
+// the agent understands (for Codex's PreToolUse an allow is a quiet exit
+// 0); every failure exits 2 with a one-line reason on stderr, which both
+// agents treat as "do not run".
 package hook
 
 import (
@@ -37,7 +38,7 @@ const (
 type Config struct {
 	Client  *client.Client
 	User    string // OIDC subject of the person whose agent this is
-	Dialect string // ClaudeCode or Codex
+	Dialect string // ClaudeCode, Codex or CodexPermissionRequest
 	// Wait bounds the whole run, the person's answer included. When it
 	// passes with the item still pending, the answer is deny (or defer)
 	// with the item's link; the same call made again attaches to it.

@@ -50,6 +50,10 @@ func TestKeyNeverInOutput(t *testing.T) {
 		{"BadGateway", echo(http.StatusBadGateway), good, "Countersign answered 502", hook.ClaudeCode},
 		{"Timeout", slow.URL, good, "did not answer in time", hook.ClaudeCode},
 		{"BadInput", echo(http.StatusOK), `{"tool_name":`, "not a JSON object", hook.ClaudeCode},
+		{"CodexServerError", echo(http.StatusInternalServerError), codexPreToolUse("call_1", "Bash", `{"command":"ls"}`), "Countersign answered 500", hook.Codex},
+		{"CodexUnauthorized", echo(http.StatusUnauthorized), codexPreToolUse("call_2", "Bash", `{"command":"ls"}`), "refused the API key", hook.Codex},
+		{"CodexTimeout", slow.URL, codexPreToolUse("call_3", "Bash", `{"command":"ls"}`), "did not answer in time", hook.Codex},
+		{"CodexBadInput", echo(http.StatusOK), `{"hook_event_name":"PreToolUse","tool_input":[1]}`, "no session_id", hook.Codex},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

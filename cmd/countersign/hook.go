@@ -29,7 +29,7 @@ func runHook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "Usage: "+hookUsage)
 		fs.PrintDefaults()
 	}
-	dialect := fs.String("dialect", hook.ClaudeCode, "the agent's hook format: claude-code (PreToolUse) or codex (PermissionRequest)")
+	dialect := fs.String("dialect", hook.ClaudeCode, "the agent's hook format: claude-code (PreToolUse), codex (PreToolUse) or codex-permission-request")
 	// The environment is read after parsing, not shown as flag defaults:
 	// help text must never print the API key.
 	url := fs.String("url", "", "Countersign's address (default $COUNTERSIGN_URL)")

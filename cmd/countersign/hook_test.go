@@ -92,8 +92,10 @@ func TestHookBinary(t *testing.T) {
 		stdout, why string
 	}{
 		{"Allowed", env, hookRead + `1"}`, nil, 0, hookAllowed, ""},
-		{"CodexDialect", env, `{"session_id":"s","turn_id":"t","hook_event_name":"PermissionRequest","tool_name":"mcp__mail__search_messages","tool_input":{"query":"x"}}`,
-			[]string{"--dialect", "codex"}, 0, `{"hookSpecificOutput":{"decision":{"behavior":"allow"},"hookEventName":"PermissionRequest"}}` + "\n", ""},
+		{"CodexDialect", env, `{"session_id":"s","turn_id":"t","hook_event_name":"PreToolUse","tool_name":"mcp__mail__search_messages","tool_input":{"query":"x"},"tool_use_id":"call_b1"}`,
+			[]string{"--dialect", "codex"}, 0, "", ""},
+		{"CodexPermissionRequestDialect", env, `{"session_id":"s","turn_id":"t","hook_event_name":"PermissionRequest","tool_name":"mcp__mail__search_messages","tool_input":{"query":"x"}}`,
+			[]string{"--dialect", "codex-permission-request"}, 0, `{"hookSpecificOutput":{"decision":{"behavior":"allow"},"hookEventName":"PermissionRequest"}}` + "\n", ""},
 		{"Malformed", env, `{"tool_name":`, nil, 2, "", "not a JSON object"},
 		{"ServerDown", []string{"COUNTERSIGN_URL=http://127.0.0.1:1", "COUNTERSIGN_API_KEY=k", "COUNTERSIGN_USER=u"}, hookRead + `2"}`, nil, 2, "", "could not ask Countersign"},
 		{"NoConfiguration", []string{"COUNTERSIGN_URL=", "COUNTERSIGN_API_KEY=", "COUNTERSIGN_USER="}, hookRead + `3"}`, nil, 2, "", "set COUNTERSIGN_URL"},

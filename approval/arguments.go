@@ -44,28 +44,28 @@ func ParseArguments(raw string) Arguments {
 	if !a.Parsed {
 		a.Members = nil
 	}
-	a.Digest = digest(raw, a.Parsed)
+	a.Digest = digest(raw)
 	return a
 }
 
 // Digest is the identity of an argument text that an approval binds to:
-// "sha256:" and the hex SHA-256 of its RFC 8785 canonical form. Text that is
-// not a valid arguments object (see ParseArguments), or whose numbers RFC
-// 8785 would round, is digested as it was sent, byte for byte, so that two
-// texts with different meanings never share a digest.
+// "sha256:" and the hex SHA-256 of its Canonical form — RFC 8785 with every
+// number kept as written. A text that is not one JSON object within the
+// size limit is digested as it was sent, byte for byte. So two texts with
+// different meanings never share a digest, and the same call in any key
+// order or spacing always has the same one.
 func Digest(raw string) string {
-	_, problem := parseObject(raw)
-	return digest(raw, problem == "")
+	return digest(raw)
 }
 
-// digest is Digest for a text already parsed: valid says whether it is a
-// valid arguments object.
-func digest(raw string, valid bool) string {
+// digest is Digest. A text with numbers RFC 8785 would round is still
+// canonicalised (its numbers are kept as written), though ParseArguments
+// marks it unparsed for conditions.
+func digest(raw string) string {
 	payload := []byte(raw)
-	if valid {
-		v := jsontext.Value(raw).Clone()
-		if err := v.Canonicalize(); err == nil {
-			payload = v
+	if len(raw) <= MaxArgumentsSize && strings.HasPrefix(strings.TrimLeft(raw, " \t\r\n"), "{") {
+		if c, err := Canonical(payload); err == nil {
+			payload = c
 		}
 	}
 	sum := sha256.Sum256(payload)

@@ -61,29 +61,35 @@ func TestParseArguments(t *testing.T) {
 }
 
 func TestDigest(t *testing.T) {
-	// RFC 8785: key order, whitespace and number spelling don't matter.
-	same := []string{
-		`{"b":2,"a":1}`,
-		`{ "a" : 1 , "b" : 2.0 }`,
-		`{"a":1e0,"b":20E-1}`,
-		"{\"a\":1,\n\"b\":2}",
+	// Key order and whitespace don't matter, whatever the numbers.
+	same := [][]string{
+		{`{"b":2,"a":1}`, `{ "a" : 1 , "b" : 2 }`, "{\"a\":1,\n\"b\":2}"},
+		{`{"n":12345678901234567891,"m":[1e400,-0]}`, `{ "m" : [ 1e400 , -0 ] , "n" : 12345678901234567891 }`},
+		{`{"a":"\u00e9\/","\u0062":1}`, `{"b":1,"a":"é/"}`}, // strings compared as RFC 8785 writes them
+		{`{"\ud83d\ude00":1,"\uffff":2}`, `{"\uffff":2,"😀":1}`},
 	}
-	for _, s := range same[1:] {
-		if Digest(s) != Digest(same[0]) {
-			t.Errorf("digest of %s differs from %s", s, same[0])
+	for _, group := range same {
+		for _, s := range group[1:] {
+			if Digest(s) != Digest(group[0]) {
+				t.Errorf("digest of %s differs from %s", s, group[0])
+			}
 		}
-	}
-	// The RFC 8785 example's canonical form.
-	if got, want := Digest(`{"b":2,"a":1}`), Digest(`{"a":1,"b":2}`); got != want {
-		t.Fatal("canonical order")
 	}
 	different := [][2]string{
 		{`{"amount":100}`, `{"amount":1000}`},
 		{`{"to":"a@example.com"}`, `{"to":"b@example.com"}`},
 		{`{"a":"\u00e9"}`, `{"a":"e\u0301"}`}, // no Unicode normalisation
 		{`{"a":1}`, `{"a":"1"}`},
-		{`not json`, `not json `},                            // unparsed text: byte for byte
-		{`{"n":9007199254740993}`, `{"n":9007199254740992}`}, // would collide under JCS rounding
+		{`not json`, `not json `}, // unparsed text: byte for byte
+		// Numbers are kept as written: RFC 8785's doubles would merge each pair.
+		{`{"n":9007199254740993}`, `{"n":9007199254740992}`},
+		{`{"n":12345678901234567891}`, `{"n":12345678901234567000}`},
+		{`{"n":12345678901234567891}`, `{"n":12345678901234567892}`},
+		{`{"n":1e400}`, `{"n":1e401}`},
+		{`{"n":1e400}`, `{"n":1E400}`},
+		{`{"n":-0}`, `{"n":0}`},
+		{`{"n":1.0}`, `{"n":1}`},
+		{`{"n":[2.50]}`, `{"n":[2.5]}`},
 	}
 	for _, d := range different {
 		if Digest(d[0]) == Digest(d[1]) {
@@ -92,5 +98,26 @@ func TestDigest(t *testing.T) {
 	}
 	if Digest(`{"a":1}`) != "sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862" {
 		t.Fatalf("digest of {\"a\":1} is %s", Digest(`{"a":1}`))
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	for in, want := range map[string]string{
+		`{ "b" : [ 1 , 2.50 , -0 , 1e400 ] , "a" : { "y" : null , "x" : true } }`: `{"a":{"x":true,"y":null},"b":[1,2.50,-0,1e400]}`,
+		`{"n":12345678901234567891}`:      `{"n":12345678901234567891}`,
+		`{"s":"\u0041\n\u2028<&>\u001f"}`: "{\"s\":\"A\\n\u2028<&>\\u001f\"}",
+		// UTF-16 order: U+FFFF sorts after U+1F600 (a surrogate pair, 0xD83D…).
+		`{"\uffff":1,"😀":2,"a":3}`: `{"a":3,"😀":2,"` + "\uffff" + `":1}`,
+		`[]`:                       `[]`,
+	} {
+		got, err := Canonical([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("Canonical(%s) = %s %v, want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`{"a":1,"a":2}`, `{"a":1} {}`, `{"a":01}`, `{"a":NaN}`, `{"a":1,}`, `{"a":"\ud800"}`, `{`, ``, "{\"a\":\"\xff\"}"} {
+		if got, err := Canonical([]byte(bad)); err == nil {
+			t.Errorf("Canonical(%q) = %s, want an error", bad, got)
+		}
 	}
 }

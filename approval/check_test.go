@@ -68,7 +68,8 @@ func TestDefaultPolicy(t *testing.T) {
 		want     Policy
 	}{
 		{"ReadOnlyAllowed", Annotations{ReadOnlyHint: &yes}, nil, Policy{Mode: ModeAllow, StandingApproval: true, Version: 1}},
-		{"AbsentHintsAsk", Annotations{}, nil, Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 1}},
+		{"AbsentHintsAsk", Annotations{IdempotentHint: &no}, nil, Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 1}},
+		{"UnknownAsksWithoutStanding", Annotations{}, nil, Policy{Mode: ModeRequireApproval, StandingApproval: false, Version: 1}},
 		{"NotReadOnlyAsks", Annotations{ReadOnlyHint: &no, DestructiveHint: &no}, nil, Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 1}},
 		{"DataMovingNoStanding", Annotations{OpenWorldHint: &yes}, &no, Policy{Mode: ModeRequireApproval, StandingApproval: false, Version: 1}},
 	}
@@ -80,7 +81,7 @@ func TestDefaultPolicy(t *testing.T) {
 		})
 	}
 	var a Annotations
-	if a.ReadOnly() || !a.Destructive() || a.Idempotent() || !a.OpenWorld() {
+	if a.ReadOnly() || !a.Destructive() || a.Idempotent() || !a.OpenWorld() || !a.Unknown() {
 		t.Fatal("MCP defaults: not read-only, destructive, not idempotent, open world")
 	}
 }

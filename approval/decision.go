@@ -115,6 +115,15 @@ func hint(p *bool, def bool) bool {
 	return *p
 }
 
+// Unknown reports whether the runtime sent no hint at all: nothing is known
+// of what the tool does (an agent's built-in from a release newer than the
+// runtime's catalog, an MCP server that annotates nothing). Such a tool is
+// shown as of unknown behaviour — not as destructive — and offers no
+// standing approval until an administrator classifies it.
+func (a Annotations) Unknown() bool {
+	return a.ReadOnlyHint == nil && a.DestructiveHint == nil && a.IdempotentHint == nil && a.OpenWorldHint == nil
+}
+
 // ReadOnly applies the MCP default (false) to an absent hint.
 func (a Annotations) ReadOnly() bool { return hint(a.ReadOnlyHint, false) }
 

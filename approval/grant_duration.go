@@ -96,9 +96,10 @@ const ActionGrantExpired = "grant expired"
 
 // DefaultStanding is whether a new tool offers standing approval: not for
 // a tool the catalog marks destructiveHint: true (an explicit hint, not the
-// MCP default) nor where the catalog says standing=false.
+// MCP default), nor for one of unknown behaviour (no hints at all), nor
+// where the catalog says standing=false.
 func DefaultStanding(a Annotations, standing *bool) bool {
-	if a.DestructiveHint != nil && *a.DestructiveHint && !a.ReadOnly() {
+	if a.Unknown() || a.DestructiveHint != nil && *a.DestructiveHint && !a.ReadOnly() {
 		return false
 	}
 	return hint(standing, true)

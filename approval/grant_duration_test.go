@@ -72,7 +72,9 @@ func TestDefaultStanding(t *testing.T) {
 		want     bool
 	}{
 		{"DestructiveHintTrue", Annotations{DestructiveHint: &yes}, nil, false},
-		{"DestructiveByDefaultOnly", Annotations{}, nil, true},
+		{"UnknownBehaviour", Annotations{}, nil, false},
+		{"UnknownEvenIfCatalogSaysYes", Annotations{}, &yes, false},
+		{"DestructiveByDefaultOnly", Annotations{OpenWorldHint: &no}, nil, true},
 		{"NotDestructive", Annotations{DestructiveHint: &no}, nil, true},
 		{"CatalogSaysNo", Annotations{DestructiveHint: &no}, &no, false},
 		{"DestructiveEvenIfCatalogSaysYes", Annotations{DestructiveHint: &yes}, &yes, false},

@@ -45,9 +45,13 @@ func TestRegisterTool(t *testing.T) {
 		if out := l.check(t, l.call("mail", "list_folders", `{}`)); out["decision"] != "allow" {
 			t.Fatal(out)
 		}
-		// No annotations at all: ask, with standing approval on offer.
+		// No annotations at all: unknown behaviour — ask, with no standing
+		// approval until an admin classifies the tool.
 		if status, out := l.putTool(t, "mail", "mystery", map[string]any{}); status != http.StatusOK || out["mode"] != "require_approval" {
 			t.Fatal(status, out)
+		}
+		if _, standing, _ := l.toolPolicy(t, "mail", "mystery"); standing {
+			t.Fatal("a tool of unknown behaviour offers standing approval")
 		}
 	})
 

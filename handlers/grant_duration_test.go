@@ -201,3 +201,33 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// A tool registered with no hints at all is of unknown behaviour: its card
+// says so (not "can't be undone"), it offers no standing decision, and the
+// admin's Policies screen marks it with the runtime's note of where it was
+// first seen.
+func TestUnknownBehaviourTool(t *testing.T) {
+	l := newLoop(t)
+	note := "Unknown behaviour: a Claude Code built-in tool first seen by countersign hook, not in its catalog of Claude Code 2.1.328."
+	if status, out := l.putTool(t, "claude-code", "FutureTool", map[string]any{"description": note,
+		"connector_kind": "builtin", "connector_display_name": "Claude Code"}); status != http.StatusOK {
+		t.Fatal(status, out)
+	}
+	id := l.pending(t, l.call("claude-code", "FutureTool", `{"x":1}`))
+	out := l.check(t, l.call("claude-code", "FutureTool", `{"x":2}`))
+	if got := out["approval"].(map[string]any)["available_decisions"].([]any); len(got) != 2 {
+		t.Fatal("a tool of unknown behaviour offers standing approval:", got)
+	}
+	_, body := l.Member.Get("/approvals/" + id)
+	if !strings.Contains(body, `data-testid="unknown-behaviour"`) || strings.Contains(body, `data-testid="destructive-warning"`) ||
+		strings.Contains(body, `data-testid="sends-out"`) || !strings.Contains(body, "nothing is known of what this tool does") {
+		t.Fatal("the card does not say the behaviour is unknown")
+	}
+	admin := l.NewBrowser()
+	admin.SignIn("admin")
+	_, page := admin.Get("/admin/policies")
+	if !strings.Contains(page, `data-testid="unknown-behaviour"`) || !strings.Contains(page, `data-testid="unknown-note"`) ||
+		!strings.Contains(page, "not in its catalog of Claude Code 2.1.328") {
+		t.Fatal("the Policies screen does not mark the tool of unknown behaviour")
+	}
+}

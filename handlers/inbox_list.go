@@ -65,8 +65,9 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 		Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
 		AgentReason: a.AgentReason, Preview: a.Preview,
-		Decisions: decisions, Destructive: ann.Destructive(), SendsOut: ann.OpenWorld() && !ann.ReadOnly(),
-		MaxGrant: a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
+		Decisions: decisions, Destructive: ann.Destructive() && !ann.Unknown(), SendsOut: ann.OpenWorld() && !ann.ReadOnly() && !ann.Unknown(),
+		UnknownBehaviour: ann.Unknown(),
+		MaxGrant:         a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
 	}
 	if card.SendsOut {

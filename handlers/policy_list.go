@@ -40,5 +40,5 @@ func (h *Handler) PolicyList(c echo.Context) error {
 func policyItem(t db.Tool, changed bool) views.PolicyItem {
 	return views.PolicyItem{ID: t.ID, Name: t.Name, Display: t.DisplayName, Annotations: t.Annotations(),
 		Mode: approval.Mode(t.Mode), Standing: t.StandingApproval, Condition: t.Condition, Version: t.PolicyVersion,
-		AnnotationsChanged: changed}
+		AnnotationsChanged: changed, Description: t.Description}
 }

@@ -42,8 +42,8 @@ func TestClaudeCodeInputs(t *testing.T) {
 		"BashDestructive": {"Bash", rmRF, "claude-code", "Bash", "builtin"},
 		// An MCP tool belongs to its server's connector.
 		"MCPTool": {"mcp__github__create_issue", issueInput, "github", "create_issue", "connector"},
-		// A built-in this hook has no annotations for: the defaults ask.
-		"UnknownTool": {"Skill", `{"skill":"deploy"}`, "claude-code", "Skill", "builtin"},
+		// A built-in of a newer Claude Code: unknown behaviour, asks.
+		"UnknownTool": {"FutureTool", `{"skill":"deploy"}`, "claude-code", "FutureTool", "builtin"},
 	}
 	for name, c := range pending {
 		t.Run(name, func(t *testing.T) {
@@ -55,6 +55,15 @@ func TestClaudeCodeInputs(t *testing.T) {
 				WHERE a.id = $1 AND a.connector = $2 AND a.tool = $3 AND c.kind = $4 AND a.conversation_id = 'sess-1' AND a.turn_id = 'prompt-1'`,
 				id, c.connector, c.name, c.kind); n != 1 {
 				t.Fatalf("item %s is not %s · %s (%s)", id, c.connector, c.name, c.kind)
+			}
+			if name == "UnknownTool" {
+				// No hints at all, no standing approval, and a description
+				// that tells the admin where it was first seen.
+				if n := s.count(t, `SELECT count(*) FROM tools WHERE connector = 'claude-code' AND name = 'FutureTool'
+					AND read_only_hint IS NULL AND destructive_hint IS NULL AND idempotent_hint IS NULL AND open_world_hint IS NULL
+					AND NOT standing_approval AND mode = 'require_approval' AND description LIKE '%not in its catalog of Claude Code 2.1.328%'`); n != 1 {
+					t.Fatal("FutureTool is not registered as of unknown behaviour without standing approval")
+				}
 			}
 		})
 	}

@@ -63,8 +63,11 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 	if err := require([2]string{"session_id", in.SessionID}, [2]string{"tool_name", in.ToolName}); err != nil {
 		return client.Call{}, Target{}, err
 	}
-	t := d.agent.target(in.ToolName)
-	args, err := in.arguments()
+	t, err := d.agent.target(in.ToolName)
+	if err != nil {
+		return client.Call{}, Target{}, err
+	}
+	args, reason, err := in.arguments(t.said)
 	if err != nil {
 		return client.Call{}, Target{}, err
 	}
@@ -85,7 +88,7 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 		turn = in.SessionID
 	}
 	return client.Call{CallID: callID, User: user, ConversationID: in.SessionID, TurnID: turn,
-		Connector: t.Connector, Tool: t.Tool, Arguments: args, AttachToPending: true}, t, nil
+		Connector: t.Connector, Tool: t.Tool, Arguments: args, Reason: reason, AttachToPending: true}, t, nil
 }
 
 // Decisions the hook writes.

@@ -1,11 +1,16 @@
 package hook
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+
+	"github.com/countersign/countersign/approval"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -44,17 +49,74 @@ func readInput(r io.Reader) (Input, error) {
 	return in, nil
 }
 
-// arguments is tool_input as canonical JSON (RFC 8785), so that the same
-// call made again has the same text whatever the agent's key order.
-func (in Input) arguments() (string, error) {
+// arguments is tool_input as the call's argument text, and the model's
+// own words about the call. Members named in said (such as Bash's
+// description) never run: a string one within the reason's limits is taken
+// out of the arguments and becomes the reason ("The agent says"), so that
+// rewording it neither changes the digest nor opens a new item. The text is
+// approval.Canonical: key order does not matter, and numbers are passed on
+// exactly as the agent wrote them — never through a double.
+func (in Input) arguments(said []string) (args, reason string, err error) {
 	if in.ToolInput.Kind() != '{' {
-		return "", errors.New("the hook input has no tool_input object")
+		return "", "", errors.New("the hook input has no tool_input object")
 	}
-	v := in.ToolInput.Clone()
-	if err := v.Canonicalize(); err != nil {
-		return "", errors.New("the hook input's tool_input is not valid JSON")
+	obj := in.ToolInput
+	if len(said) > 0 {
+		if obj, reason, err = withoutSaid(in.ToolInput, said); err != nil {
+			return "", "", errors.New("the hook input's tool_input is not valid JSON")
+		}
 	}
-	return string(v), nil
+	c, err := approval.Canonical(obj)
+	if err != nil {
+		return "", "", errors.New("the hook input's tool_input is not valid JSON")
+	}
+	return string(c), reason, nil
+}
+
+// withoutSaid is obj without its said members, and their text joined.
+func withoutSaid(obj jsontext.Value, said []string) (jsontext.Value, string, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, "", err
+	}
+	out := []byte{'{'}
+	var words []string
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, "", err
+		}
+		key := name.String()
+		val, err := dec.ReadValue()
+		if err != nil {
+			return nil, "", err
+		}
+		if slices.Contains(said, key) && val.Kind() == '"' {
+			var s string
+			if json.Unmarshal(val, &s) == nil && approval.CheckFields(approval.Field{Name: key, Value: s, Rule: approval.RuleReason}) == nil {
+				if strings.TrimSpace(s) != "" {
+					words = append(words, s)
+				}
+				continue
+			}
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		q, err := jsontext.AppendQuote(out, key)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(append(q, ':'), val...)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, "", err
+	}
+	reason := strings.Join(words, "\n")
+	if approval.CheckFields(approval.Field{Name: "reason", Value: reason, Rule: approval.RuleReason}) != nil {
+		return obj, "", nil // too long together: keep them all as arguments
+	}
+	return append(out, '}'), reason, nil
 }
 
 // require names the first empty required field.

@@ -44,6 +44,8 @@ func (c ApprovalCard) NoStandingWhy() string {
 		return "“Allow in this conversation” and “Always allow” are not offered: this tool’s actions can’t be undone, so its policy asks about every call."
 	case c.SendsOut:
 		return "“Allow in this conversation” and “Always allow” are not offered: this tool sends data outside, so its policy asks about every call."
+	case c.UnknownBehaviour:
+		return "“Allow in this conversation” and “Always allow” are not offered: nothing is known of what this tool does, until an administrator classifies it."
 	}
 	return "“Allow in this conversation” and “Always allow” are not offered: an admin set this tool to ask about every call."
 }

@@ -27,8 +27,11 @@ type ApprovalCard struct {
 	Decisions         []approval.Decision
 	Destructive       bool
 	SendsOut          bool
-	Destination       string   // where the data goes, when an argument names it
-	Recipients        []string // the same, one entry per recipient
+	// UnknownBehaviour: the runtime sent no hints for the tool, so nothing
+	// is known of what it does (it is then neither Destructive nor SendsOut).
+	UnknownBehaviour bool
+	Destination      string   // where the data goes, when an argument names it
+	Recipients       []string // the same, one entry per recipient
 	// MaxGrant is the longest a standing grant may last (0: no limit), and
 	// Durations the lengths the reviewer may choose.
 	MaxGrant  time.Duration

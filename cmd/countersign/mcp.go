@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/gateway"
+	"github.com/countersign/countersign/hook"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,6 +43,11 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	apiKey, err := runtimeKey(*key, *keyFile)
 	if err != nil {
 		return err
+	}
+	if hook.ReservedConnector(*connector) {
+		// A full sync of this connector would retire the agent's own
+		// tools and put the server's under their policies.
+		return fmt.Errorf("the connector name %q belongs to the agent's own tools; name the server's connector differently (for example mcp-%s)", *connector, *connector)
 	}
 	if *connector == "" || apiKey == "" || *user == "" || *hold <= 0 || (len(command) == 0) == (*upstreamURL == "") {
 		fs.Usage()

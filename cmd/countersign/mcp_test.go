@@ -29,6 +29,17 @@ func TestMCPFlags(t *testing.T) {
 	}
 }
 
+// An agent's own connector name is refused: a full sync would retire its
+// built-in tools and put the server's under their policies.
+func TestMCPAgentConnectorRefused(t *testing.T) {
+	for _, name := range []string{"claude-code", "codex"} {
+		code, _, errb := runCmd(t, map[string]string{}, "mcp", "--connector", name, "--api-key", "k", "--user", "u", "--", "server")
+		if code == 0 || !strings.Contains(errb, "belongs to the agent's own tools") {
+			t.Errorf("%s: exit %d %q", name, code, errb)
+		}
+	}
+}
+
 func TestMCPWrapperLine(t *testing.T) {
 	got := mcpWrapperLine("http://localhost:8080", "/data/dev-api-key")
 	want := "countersign mcp --url http://localhost:8080 --api-key-file /data/dev-api-key --user demo-member --connector filesystem -- "

@@ -50,7 +50,7 @@ func (s *agentSetup) startClaude(t *testing.T, countersignURL string, script ...
 // the step'th call, and whether it was an error.
 func (c *claudeRun) toolResult(t *testing.T, step int) (string, bool) {
 	t.Helper()
-	id := "toolu_cs0" + string(rune('0'+step)) + "_"
+	id := "toolu_" + c.model.callID(step)
 	for _, r := range c.model.requests() {
 		var req struct {
 			Messages []struct {
@@ -69,7 +69,7 @@ func (c *claudeRun) toolResult(t *testing.T, step int) (string, bool) {
 			}
 			_ = json.Unmarshal(m.Content, &blocks)
 			for _, b := range blocks {
-				if b.Type == "tool_result" && strings.HasPrefix(b.ToolUseID, id) {
+				if b.Type == "tool_result" && b.ToolUseID == id {
 					return string(b.Content), b.IsError
 				}
 			}
@@ -102,7 +102,7 @@ func TestClaudeCodeHook(t *testing.T) {
 	t.Run("ApprovedCommandRunsOnce", func(t *testing.T) {
 		c := s.startClaude(t, s.e.BaseURL,
 			toolCall{"Bash", `{"command":"echo approved >> out.txt","description":"Write the marker"}`})
-		callID := s.pendingItem(t, "claude-code", "Bash")
+		callID := s.pendingItem(t, c.cliRun, "claude-code", "Bash")
 		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
 			t.Fatal("the command ran before the person approved")
 		}
@@ -124,7 +124,7 @@ func TestClaudeCodeHook(t *testing.T) {
 	t.Run("RejectedCommandDoesNotRun", func(t *testing.T) {
 		c := s.startClaude(t, s.e.BaseURL,
 			toolCall{"Bash", `{"command":"echo rejected >> out.txt","description":"Write the marker"}`})
-		callID := s.pendingItem(t, "claude-code", "Bash")
+		callID := s.pendingItem(t, c.cliRun, "claude-code", "Bash")
 		s.decide(t, callID, "reject", "Not on a Friday afternoon")
 		c.wait(t)
 		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -30,17 +31,24 @@ type modelRequest struct {
 // script is done, a closing text. Every request is kept, so a test can read
 // what the model was shown.
 type fakeModel struct {
-	t      *testing.T
-	URL    string
+	URL string
+	// prefix makes this model's tool call ids unique in the package run:
+	// Countersign keeps them as call ids.
+	prefix string
 	script []toolCall
 	mu     sync.Mutex
 	log    []modelRequest
 }
 
+var models atomic.Int64
+
+// callID is the id of the model's step'th tool call.
+func (m *fakeModel) callID(step int) string { return fmt.Sprintf("call_%s_%d", m.prefix, step) }
+
 // newFakeModel serves api (anthropicMessages or openAIResponses) for the
 // script.
 func newFakeModel(t *testing.T, api func(*fakeModel, http.ResponseWriter, *http.Request, []byte), script ...toolCall) *fakeModel {
-	m := &fakeModel{t: t, script: script}
+	m := &fakeModel{prefix: fmt.Sprintf("cs%d", models.Add(1)), script: script}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
@@ -123,7 +131,7 @@ func anthropicMessages(m *fakeModel, w http.ResponseWriter, r *http.Request, bod
 	if len(req.Tools) > 0 && results < len(m.script) {
 		call = &m.script[results]
 	}
-	id := fmt.Sprintf("toolu_cs%02d_%s", results, m.t.Name()[strings.LastIndex(m.t.Name(), "/")+1:])
+	id := "toolu_" + m.callID(results)
 	usage := map[string]int{"input_tokens": 100, "output_tokens": 10}
 	if !req.Stream {
 		content := []map[string]any{{"type": "text", "text": closing}}
@@ -183,7 +191,7 @@ func openAIResponses(m *fakeModel, w http.ResponseWriter, r *http.Request, body 
 			results++
 		}
 	}
-	id := fmt.Sprintf("call_cs%02d", results)
+	id := m.callID(results)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	sse(w, "response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": "resp_" + id}})

@@ -140,22 +140,22 @@ func (r *cliRun) wait(t *testing.T) {
 	}
 }
 
-// pendingItem waits for the pending item of a tool and returns its call id.
-func (s *agentSetup) pendingItem(t *testing.T, connector, tool string) string {
+// pendingItem waits for the pending item of a tool while the CLI runs,
+// and returns its call id.
+func (s *agentSetup) pendingItem(t *testing.T, r *cliRun, connector, tool string) string {
 	t.Helper()
-	deadline := time.Now().Add(cliTimeout)
 	for {
 		var callID string
 		err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT call_id FROM approvals
-			WHERE connector = $1 AND tool = $2 AND status = 'pending'`,
-			connector, tool).Scan(&callID)
+			WHERE connector = $1 AND tool = $2 AND status = 'pending'`, connector, tool).Scan(&callID)
 		if err == nil {
 			return callID
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending %s · %s item: %v", connector, tool, err)
+		select {
+		case <-r.done:
+			t.Fatalf("the CLI ended without a pending %s · %s item: %v", connector, tool, err)
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

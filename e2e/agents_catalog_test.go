@@ -11,7 +11,7 @@ import (
 
 // uncatalogued are tools the pinned CLIs offer that hook/tools.tsv does not
 // describe yet: each asks a person as a tool of unknown behaviour. A tool
-// a newer CLI adds fails TestAgentToolsAreCatalogued until it is described
+// a newer CLI adds fails TestAgentCLIs/ToolCatalog until it is described
 // there or named here.
 var uncatalogued = map[string][]string{
 	// "never call this tool": it keeps ToolSearch's deferred loading on.
@@ -69,10 +69,10 @@ func offered(t *testing.T, m *fakeModel) []string {
 	return names
 }
 
-// The built-in tool catalog follows the pinned CLIs: every tool they offer
-// the model is described in hook/tools.tsv or listed as uncatalogued.
-func TestAgentToolsAreCatalogued(t *testing.T) {
-	s := newAgentSetup(t)
+// catalogScenarios: the built-in tool catalog follows the pinned CLIs:
+// every tool they offer the model is described in hook/tools.tsv or listed
+// as uncatalogued.
+func catalogScenarios(t *testing.T, s *agentSetup) {
 	known := catalogued(t)
 	check := func(t *testing.T, agent string, names []string) {
 		t.Logf("%s offers %s", agent, strings.Join(names, ", "))

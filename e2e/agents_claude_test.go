@@ -79,9 +79,8 @@ func (c *claudeRun) toolResult(t *testing.T, step int) (string, bool) {
 	return "", false
 }
 
-func TestClaudeCodeHook(t *testing.T) {
-	s := newAgentSetup(t)
-
+// claudeCodeScenarios: Claude Code's PreToolUse hook in `claude -p` runs.
+func claudeCodeScenarios(t *testing.T, s *agentSetup) {
 	t.Run("ReadRunsWithoutAsking", func(t *testing.T) {
 		c := s.startClaude(t, s.e.BaseURL, toolCall{"Read", `{"file_path":"notes.txt"}`})
 		c.wait(t)

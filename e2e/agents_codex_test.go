@@ -121,9 +121,8 @@ func (c *codexRun) toolOutput(t *testing.T, step int) string {
 	return ""
 }
 
-func TestCodexHook(t *testing.T) {
-	s := newAgentSetup(t)
-
+// codexScenarios: Codex's PreToolUse hook under plain `codex exec`.
+func codexScenarios(t *testing.T, s *agentSetup) {
 	t.Run("ReadOnlyRunsWithoutAsking", func(t *testing.T) {
 		c := s.startCodex(t, s.e.BaseURL, "", toolCall{"view_image", `{"path":"pixel.png"}`})
 		c.wait(t)

@@ -20,6 +20,15 @@ import (
 // pinned in e2e/agents (install them with `npm ci` there), against a fake
 // model API and a real Countersign, with a person deciding in Chromium.
 
+// TestAgentCLIs runs every agent scenario on one Countersign, one build of
+// the countersign binary and one signed-in person.
+func TestAgentCLIs(t *testing.T) {
+	s := newAgentSetup(t)
+	t.Run("ClaudeCode", func(t *testing.T) { claudeCodeScenarios(t, s) })
+	t.Run("Codex", func(t *testing.T) { codexScenarios(t, s) })
+	t.Run("ToolCatalog", func(t *testing.T) { catalogScenarios(t, s) })
+}
+
 // cliTimeout bounds one run of an agent CLI.
 const cliTimeout = 90 * time.Second
 

@@ -22,6 +22,7 @@ type toolCall struct {
 // modelRequest is one request the fake model received.
 type modelRequest struct {
 	Method, Path string
+	Header       http.Header
 	Body         string
 }
 
@@ -52,7 +53,7 @@ func newFakeModel(t *testing.T, api func(*fakeModel, http.ResponseWriter, *http.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
-		m.log = append(m.log, modelRequest{Method: r.Method, Path: r.URL.String(), Body: string(body)})
+		m.log = append(m.log, modelRequest{Method: r.Method, Path: r.URL.String(), Header: r.Header.Clone(), Body: string(body)})
 		m.mu.Unlock()
 		api(m, w, r, body)
 	}))
@@ -68,11 +69,13 @@ func (m *fakeModel) requests() []modelRequest {
 	return append([]modelRequest(nil), m.log...)
 }
 
-// received is every request body, joined.
+// received is every request, headers and body, joined.
 func (m *fakeModel) received() string {
 	var b strings.Builder
 	for _, r := range m.requests() {
-		b.WriteString(r.Method + " " + r.Path + "\n" + r.Body + "\n")
+		b.WriteString(r.Method + " " + r.Path + "\n")
+		_ = r.Header.Write(&b)
+		b.WriteString("\n" + r.Body + "\n")
 	}
 	return b.String()
 }

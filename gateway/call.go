@@ -102,8 +102,12 @@ func usableID(s string) bool {
 // waits, the client is shown the item's link (progress, URL elicitation).
 // It is one check, followed by waiting on that very item: asking again
 // could open a new item if the person decided in between.
+//
+// The whole check is bounded too: a Countersign that accepts the request
+// and never answers must not hold the client's call until the client gives
+// up (the call does not run either way; this way the model is told).
 func (g *Gateway) gate(ctx context.Context, req *mcp.CallToolRequest, call client.Call) (client.Outcome, error) {
-	ctx, stop := context.WithCancel(ctx)
+	ctx, stop := context.WithTimeout(ctx, g.opt.Hold+max(g.opt.Hold/5, 2*time.Second))
 	defer stop() // ends the progress notifications and the elicitation
 	return g.opt.Client.GateNotify(ctx, call, g.opt.Hold, func(pending client.Outcome) {
 		g.whileWaiting(ctx, req, pending)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
@@ -12,6 +13,9 @@ import (
 // syncCatalog lists the upstream's tools and registers them as the
 // connector. The annotations come from an untrusted server: Countersign
 // uses them for the default policy of new tools only.
+// syncTimeout bounds one registration of the upstream's tools.
+const syncTimeout = 10 * time.Second
+
 func (g *Gateway) syncCatalog(ctx context.Context, cs *mcp.ClientSession) error {
 	var tools []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
@@ -24,7 +28,11 @@ func (g *Gateway) syncCatalog(ctx context.Context, cs *mcp.ClientSession) error 
 	for _, t := range tools {
 		conn.Tools = append(conn.Tools, connectorTool(t))
 	}
-	if err := g.opt.Client.SyncConnector(ctx, g.opt.Connector, conn); err != nil {
+	// Bounded: a Countersign that never answers must not keep the gateway
+	// from serving (calls then fail closed and try the sync again).
+	sctx, cancel := context.WithTimeout(ctx, min(syncTimeout, g.opt.Hold))
+	defer cancel()
+	if err := g.opt.Client.SyncConnector(sctx, g.opt.Connector, conn); err != nil {
 		g.synced.Store(false)
 		return err
 	}

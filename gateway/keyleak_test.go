@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/gateway"
@@ -48,6 +49,15 @@ func TestKeyNeverInResultsOrLog(t *testing.T) {
 	}
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
+	stop := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(stop) }) // runs first
 	cases := map[string]string{
 		"Unauthorized": httptest.NewServer(echo(http.StatusUnauthorized)).URL,
 		"ServerError":  httptest.NewServer(echo(http.StatusInternalServerError)).URL,
@@ -55,6 +65,7 @@ func TestKeyNeverInResultsOrLog(t *testing.T) {
 			_, _ = w.Write([]byte(r.Header.Get("Authorization")))
 		})).URL,
 		"Down": down.URL,
+		"Slow": slow.URL,
 	}
 	for name, base := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -62,6 +73,7 @@ func TestKeyNeverInResultsOrLog(t *testing.T) {
 			var logs syncBuffer
 			h := start(t, n.inMemory(), func(o *gateway.Options) {
 				o.Client = client.New(base, leakKey)
+				o.Hold = 500 * time.Millisecond
 				o.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			})
 			r := h.call(t, "write_note", `{"name":"todo","text":"x"}`, nil)

@@ -79,6 +79,7 @@ var builtins = sync.OnceValues(func() (map[string]map[string]builtin, error) {
 func parseTools(text string) (map[string]map[string]builtin, error) {
 	out := map[string]map[string]builtin{}
 	for n, line := range strings.Split(text, "\n") {
+		line = strings.TrimSuffix(line, "\r") // a checkout with CRLF line ends
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

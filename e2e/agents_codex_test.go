@@ -44,8 +44,9 @@ func codexTrustHash(t *testing.T, event, command string, timeout int) string {
 // startCodex runs plain `codex exec` (approval "never") with the
 // workspace-write sandbox in a fresh CODEX_HOME and workspace, against a
 // fake model with the script, with the PreToolUse hook `countersign dev`
-// prints in hooks.json, trusted as /hooks would trust it — or, with
-// trusted set to another command, trusted for that command only.
+// prints in hooks.json, trusted through the hooks.state record Codex keeps
+// for a trusted hook in config.toml — or, with trusted set to another
+// command, trusted for that command only.
 func (s *agentSetup) startCodex(t *testing.T, countersignURL, trusted string, script ...toolCall) *codexRun {
 	t.Helper()
 	c := &codexRun{home: t.TempDir(), work: t.TempDir()}

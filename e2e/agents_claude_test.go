@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// claudeRun is one headless Claude Code run: its home, workspace and fake
+// model.
+type claudeRun struct {
+	home, work string
+	model      *fakeModel
+	*cliRun
+}
+
+// startClaude runs `claude -p` in a fresh HOME and workspace against a fake
+// model with the script and the hook in a --settings file.
+func (s *agentSetup) startClaude(t *testing.T, countersignURL string, script ...toolCall) *claudeRun {
+	t.Helper()
+	c := &claudeRun{home: t.TempDir(), work: t.TempDir()}
+	c.model = newFakeModel(t, anthropicMessages, script...)
+	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+		"matcher": "*",
+		"hooks":   []any{map[string]any{"type": "command", "command": s.hookCommand("claude-code", countersignURL), "timeout": 60}},
+	}}}}
+	b, _ := json.Marshal(settings)
+	file := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.work, "notes.txt"), []byte("hello from the workspace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"HOME=" + c.home,
+		"ANTHROPIC_BASE_URL=" + c.model.URL,
+		"ANTHROPIC_API_KEY=sk-ant-fake-model-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+	}
+	c.cliRun = s.startCLI(t, c.work, env, "claude", "-p", "Follow the plan.", "--settings", file,
+		"--output-format", "json")
+	return c
+}
+
+// toolResult is the content of the tool result the model was shown for
+// the step'th call, and whether it was an error.
+func (c *claudeRun) toolResult(t *testing.T, step int) (string, bool) {
+	t.Helper()
+	id := "toolu_" + c.model.callID(step)
+	for _, r := range c.model.requests() {
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if json.Unmarshal([]byte(r.Body), &req) != nil {
+			continue
+		}
+		for _, m := range req.Messages {
+			var blocks []struct {
+				Type      string          `json:"type"`
+				ToolUseID string          `json:"tool_use_id"`
+				Content   json.RawMessage `json:"content"`
+				IsError   bool            `json:"is_error"`
+			}
+			_ = json.Unmarshal(m.Content, &blocks)
+			for _, b := range blocks {
+				if b.Type == "tool_result" && b.ToolUseID == id {
+					return string(b.Content), b.IsError
+				}
+			}
+		}
+	}
+	t.Fatalf("the model was never shown a result for call %d; it received:\n%s", step, c.model.received())
+	return "", false
+}
+
+// claudeCodeScenarios: Claude Code's PreToolUse hook in `claude -p` runs.
+func claudeCodeScenarios(t *testing.T, s *agentSetup) {
+	t.Run("ReadRunsWithoutAsking", func(t *testing.T) {
+		c := s.startClaude(t, s.e.BaseURL, toolCall{"Read", `{"file_path":"notes.txt"}`})
+		c.wait(t)
+		got, isErr := c.toolResult(t, 0)
+		t.Logf("tool result: %s", got)
+		if isErr || !strings.Contains(got, "hello from the workspace") {
+			t.Fatalf("Read result %q (error %v)", got, isErr)
+		}
+		if n := s.count(t, `SELECT count(*) FROM approvals WHERE tool = 'Read'`); n != 0 {
+			t.Fatalf("the read asked a person (%d items)", n)
+		}
+		// It did ask Countersign: the hook registered the tool.
+		if n := s.count(t, `SELECT count(*) FROM audit_events WHERE action = 'tool registered' AND connector = 'claude-code' AND tool = 'Read'`); n != 1 {
+			t.Fatalf("Read was registered %d times", n)
+		}
+	})
+
+	t.Run("ApprovedCommandRunsOnce", func(t *testing.T) {
+		c := s.startClaude(t, s.e.BaseURL,
+			toolCall{"Bash", `{"command":"echo approved >> out.txt","description":"Write the marker"}`})
+		callID := s.pendingItem(t, c.cliRun, "claude-code", "Bash")
+		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
+			t.Fatal("the command ran before the person approved")
+		}
+		s.decide(t, callID, "approve", "")
+		c.wait(t)
+		if b, err := os.ReadFile(filepath.Join(c.work, "out.txt")); err != nil || string(b) != "approved\n" {
+			t.Fatalf("out.txt: %q %v", b, err)
+		}
+		got, isErr := c.toolResult(t, 0)
+		t.Logf("tool result: %s", got)
+		if isErr {
+			t.Fatalf("the approved command's result is an error: %s", got)
+		}
+		if n := s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND status = 'consumed'`, callID); n != 1 {
+			t.Fatalf("%d consumed items for the call", n)
+		}
+	})
+
+	t.Run("RejectedCommandDoesNotRun", func(t *testing.T) {
+		c := s.startClaude(t, s.e.BaseURL,
+			toolCall{"Bash", `{"command":"echo rejected >> out.txt","description":"Write the marker"}`})
+		callID := s.pendingItem(t, c.cliRun, "claude-code", "Bash")
+		s.decide(t, callID, "reject", "Not on a Friday afternoon")
+		c.wait(t)
+		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
+			t.Fatal("the rejected command ran")
+		}
+		got, isErr := c.toolResult(t, 0)
+		t.Logf("tool result: %s", got)
+		if !isErr || !strings.Contains(got, "Not on a Friday afternoon") {
+			t.Fatalf("the model was not told the person's words: %s (error %v)", got, isErr)
+		}
+	})
+
+	t.Run("UnreachableRunsNothingAndKeepsTheKey", func(t *testing.T) {
+		c := s.startClaude(t, s.closed,
+			toolCall{"Bash", `{"command":"echo ran >> out.txt","description":"Write the marker"}`},
+			toolCall{"Read", `{"file_path":"notes.txt"}`})
+		c.wait(t)
+		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
+			t.Fatal("the command ran without Countersign")
+		}
+		got, isErr := c.toolResult(t, 0)
+		t.Logf("tool result: %s", got)
+		// Claude Code shows the model the hook's command line: the key
+		// file's name is there, the key is not.
+		if !isErr || !strings.Contains(got, "did not run") || !strings.Contains(got, s.keyFile) {
+			t.Fatalf("Bash result %s (error %v)", got, isErr)
+		}
+		if got, isErr := c.toolResult(t, 1); !isErr || strings.Contains(got, "hello from the workspace") {
+			t.Fatalf("the read ran without Countersign: %s", got)
+		}
+		if strings.Contains(c.model.received(), s.key) {
+			t.Fatal("the model received the API key")
+		}
+		// The session transcript is under HOME: it has the hook's failure,
+		// and no key.
+		transcripts, _ := filepath.Glob(filepath.Join(c.home, ".claude", "projects", "*", "*.jsonl"))
+		if len(transcripts) == 0 || len(keyIn(t, c.home, "could not ask Countersign")) == 0 {
+			t.Fatalf("no transcript with the hook's failure under HOME (%v)", transcripts)
+		}
+		if files := keyIn(t, c.home, s.key); len(files) > 0 {
+			t.Fatalf("the API key is in %v", files)
+		}
+		if files := keyIn(t, c.work, s.key); len(files) > 0 {
+			t.Fatalf("the API key is in %v", files)
+		}
+	})
+}

@@ -16,7 +16,6 @@ import (
 var uncatalogued = map[string][]string{
 	// "never call this tool": it keeps ToolSearch's deferred loading on.
 	"claude-code": {"DeferredToolPlaceholder"},
-	"codex":       {"create_goal", "get_goal", "request_user_input", "update_goal"},
 }
 
 // catalogued reads hook/tools.tsv: agent connector → tool names.

@@ -27,7 +27,8 @@ func TestBuiltinCatalog(t *testing.T) {
 			"TodoWrite": "read-only", "BashOutput": "read-only", "KillShell": "runs-commands", "NotebookRead": "read-only",
 		},
 		"codex": {"Bash": "runs-commands", "apply_patch": "edits-files", "write_stdin": "runs-commands",
-			"update_plan": "read-only", "view_image": "read-only"},
+			"update_plan": "read-only", "view_image": "read-only",
+			"get_goal": "read-only", "create_goal": "agent-state", "update_goal": "agent-state", "request_user_input": "agent-state"},
 	}
 	for agent, tools := range want {
 		if len(all[agent]) != len(tools) {

@@ -89,7 +89,7 @@ func testids(html, id string) []string {
 }
 
 // cardOf is the inbox card of item id.
-func cardOf(t *testing.T, body, id string) string {
+func whoCard(t *testing.T, body, id string) string {
 	t.Helper()
 	m := regexp.MustCompile(`(?s)<li class="card[^"]*" id="approval-` + id + `".*?data-testid="decide-form"`).FindString(body)
 	if m == "" {
@@ -153,7 +153,7 @@ func TestWhoAsks(t *testing.T) {
 	}
 
 	_, inbox := l.Member.Get("/")
-	devCard, demoCard := cardOf(t, inbox, devID), cardOf(t, inbox, demoID)
+	devCard, demoCard := whoCard(t, inbox, devID), whoCard(t, inbox, demoID)
 	wantAgent(t, "inbox", devCard)
 	wantDiff(t, "inbox", devCard)
 	if k := testids(demoCard, "agent-key"); len(k) != 1 || k[0] != "test runtime" || len(testids(demoCard, "agent-client")) != 0 || strings.Contains(demoCard, `data-testid="diff"`) {

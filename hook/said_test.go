@@ -54,10 +54,10 @@ func TestNumbersAsWritten(t *testing.T) {
 	cfg := s.config(hook.ClaudeCode, shortWait)
 	for i, args := range []string{`{"amount":12345678901234567891}`, `{"amount":12345678901234567000}`,
 		`{"amount":1e400}`, `{"amount":-0}`, `{"amount":0}`, `{"amount":1.0}`, `{"amount":1}`} {
-		r := runHook(cfg, claudeInput("toolu_n"+string(rune('a'+i)), "mcp__bank__transfer", args))
-		if r.code != 0 {
-			t.Fatalf("%s: %+v", args, r)
-		}
+		// The answer does not matter here (nobody decides: a deny with the
+		// item's link, or, on a loaded machine, the hook's own deadline);
+		// the item the check opened, and its digest, do.
+		runHook(cfg, claudeInput("toolu_n"+string(rune('a'+i)), "mcp__bank__transfer", args))
 		if n := s.count(t, `SELECT count(*) FROM approvals WHERE tool = 'transfer' AND arguments_digest = $1`, approval.Digest(args)); n != 1 {
 			t.Fatalf("%s: %d items with its digest, want 1", args, n)
 		}

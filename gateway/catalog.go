@@ -32,10 +32,14 @@ type listedTool struct {
 // (the client's tools/list answers pass through untouched) and registers
 // them as the connector. The annotations come from an untrusted server:
 // Countersign uses them for the default policy of new tools only.
-func (g *Gateway) syncCatalog(ctx context.Context) error {
+//
+// force lists again even when the catalog is registered (the upstream said
+// its tools changed): each announced change is followed by a sync that
+// starts after it.
+func (g *Gateway) syncCatalog(ctx context.Context, force bool) error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
-	if g.synced.Load() {
+	if !force && g.synced.Load() {
 		return nil
 	}
 	err := g.syncOnce(ctx)
@@ -96,7 +100,7 @@ func (g *Gateway) syncOnce(ctx context.Context) error {
 // An error says the gateway could not tell.
 func (g *Gateway) knownTool(ctx context.Context, name string) (bool, error) {
 	if !g.synced.Load() {
-		_ = g.syncCatalog(ctx)
+		_ = g.syncCatalog(ctx, false)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

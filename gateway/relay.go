@@ -70,7 +70,7 @@ func (g *Gateway) fromClient(ctx context.Context, m *jsonrpc.Request) {
 		g.mu.Lock()
 		g.initDone = true
 		g.mu.Unlock()
-		go g.syncCatalog(ctx)
+		go g.syncCatalog(ctx, true)
 		return
 	case methodCallTool:
 		if m.IsCall() {
@@ -111,14 +111,14 @@ func (g *Gateway) fromUpstream(ctx context.Context, msg jsonrpc.Message) {
 			if f.method == methodDiscover {
 				// No notifications/initialized follows: the upstream
 				// answers requests from now on.
-				go g.syncCatalog(ctx)
+				go g.syncCatalog(ctx, true)
 			}
 		}
 		g.toClient(ctx, m)
 	case *jsonrpc.Request:
 		if m.Method == methodToolsChanged {
 			g.synced.Store(false)
-			go g.syncCatalog(ctx)
+			go g.syncCatalog(ctx, true)
 		}
 		g.toClient(ctx, m)
 	}

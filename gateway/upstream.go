@@ -24,6 +24,8 @@ type upstream struct {
 	g       *Gateway
 	connect func() (mcp.Transport, error)
 
+	closing sync.WaitGroup // connections being closed; close waits for them
+
 	mu     sync.Mutex
 	c      mcp.Connection
 	closed bool
@@ -53,14 +55,15 @@ func (u *upstream) conn(ctx context.Context, method string) (mcp.Connection, err
 	}
 	u.c = c
 	u.starts++
-	go u.read(ctx, c)
+	// Read until the connection ends, not until the request's ctx does.
+	go u.read(context.WithoutCancel(ctx), c)
 	if u.starts > 1 {
 		u.g.opt.Log.Info("upstream server restarted")
 		u.g.synced.Store(false)
 		if method != methodInitialize {
 			if err := u.reinitialize(ctx, c); err != nil {
 				u.c = nil
-				go c.Close()
+				u.closing.Go(func() { _ = c.Close() })
 				return nil, err
 			}
 		}
@@ -159,7 +162,7 @@ func (u *upstream) lost(c mcp.Connection, err error) {
 		return
 	}
 	u.c = nil
-	go c.Close()
+	u.closing.Go(func() { _ = c.Close() })
 	g := u.g
 	if !u.closed {
 		g.opt.Log.Warn("upstream server stopped; it starts again on the next request", "err", err)
@@ -186,4 +189,7 @@ func (u *upstream) close() {
 	if c != nil {
 		_ = c.Close()
 	}
+	// A child that stopped being the current connection is stopped (and
+	// reaped) before the gateway exits too.
+	u.closing.Wait()
 }

@@ -239,9 +239,7 @@ func methods(fs []frame) map[string]int {
 
 func TestEverythingServerDirectAndThroughGateway(t *testing.T) {
 	node := requireTools(t)
-	if _, err := os.Stat(everything); err != nil {
-		t.Fatalf("server-everything missing; run npm ci in e2e/mcp: %v", err)
-	}
+	requireFile(t, everything)
 	e := testenv.NewEnv(t)
 	member := e.NewBrowser()
 	member.SignIn("member")
@@ -362,6 +360,18 @@ func TestEverythingServerDirectAndThroughGateway(t *testing.T) {
 		if string(f.ID) == "3001" && f.Method == "" {
 			t.Fatalf("an answer after the cancel: %s", f.raw)
 		}
+	}
+}
+
+// requireFile skips the test when an npm package is not installed, unless
+// COUNTERSIGN_E2E=1, where it fails.
+func requireFile(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("COUNTERSIGN_E2E") == "1" {
+			t.Fatalf("%s missing; run npm ci in e2e/mcp: %v", path, err)
+		}
+		t.Skipf("%s missing; run npm ci in e2e/mcp", path)
 	}
 }
 

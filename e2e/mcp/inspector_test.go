@@ -33,9 +33,8 @@ func inspector(t *testing.T, env []string, server []string, args ...string) stri
 // approved after the first process gave up runs in the next one, once.
 func TestInspectorCLIThroughGateway(t *testing.T) {
 	node := requireTools(t)
-	if _, err := os.Stat("node_modules/.bin/inspector"); err != nil {
-		t.Fatalf("the Inspector is missing; run npm ci in e2e/mcp: %v", err)
-	}
+	requireFile(t, "node_modules/.bin/inspector")
+	requireFile(t, everything)
 	e := testenv.NewEnv(t)
 	member := e.NewBrowser()
 	member.SignIn("member")

@@ -13,8 +13,8 @@ import (
 // scripted answers are what a hand-written upstream sends, with fields a
 // typed MCP layer would drop, default or add.
 var scripted = map[string]string{
-	"initialize": `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{},"tasks":{"requests":{"tools":{"call":{}}}},"x-vendor":{"on":true}},"serverInfo":{"name":"raw-upstream","version":"9.9","x-build":"abc"},"instructions":"be nice"}`,
-	"tools/list": `{"tools":[{"name":"read_note","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":[]},"annotations":{"readOnlyHint":true,"x-vendor-hint":"keep me"},"execution":{"taskSupport":"optional"},"_meta":{"v":1}}],"hasMore":false}`,
+	"initialize":     `{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{},"tasks":{"requests":{"tools":{"call":{}}}},"x-vendor":{"on":true}},"serverInfo":{"name":"raw-upstream","version":"9.9","x-build":"abc"},"instructions":"be nice"}`,
+	"tools/list":     `{"tools":[{"name":"read_note","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":[]},"annotations":{"readOnlyHint":true,"x-vendor-hint":"keep me"},"execution":{"taskSupport":"optional"},"_meta":{"v":1}}],"hasMore":false}`,
 	"resources/list": `{"resources":[{"uri":"a://b","name":"b","size":0,"annotations":{"priority":0}}],"hasMore":false,"ttlMs":5}`,
 	"prompts/list":   `{"prompts":[{"name":"p","arguments":[{"name":"x","required":false}]}]}`,
 }

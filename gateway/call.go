@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +17,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// CodeUpstreamUnavailable: the call was allowed but the upstream server
-// could not run it (it stopped or could not be started).
-const CodeUpstreamUnavailable = "upstream_unavailable"
+// Codes of the gateway's own answers (beside Countersign's).
+const (
+	// CodeUpstreamUnavailable: the call was allowed but the upstream server
+	// could not run it (it stopped or could not be started).
+	CodeUpstreamUnavailable = "upstream_unavailable"
+	// CodeArgumentsTooLarge: the arguments are larger than MaxArguments.
+	CodeArgumentsTooLarge = "arguments_too_large"
+	// CodeUnknownTool: the upstream does not list the tool (a JSON-RPC
+	// error -32602, as MCP answers an unknown tool).
+	CodeUnknownTool = "unknown_tool"
+	// CodeCountersignUnreachable: Countersign could not be reached or did
+	// not answer in time.
+	CodeCountersignUnreachable = "countersign_unreachable"
+)
+
+// MaxArguments is the largest argument text (bytes of JSON, insignificant
+// whitespace removed) a call may carry: what Countersign reads and digests.
+const MaxArguments = approval.MaxArgumentsSize
 
 // Meta keys of the gateway's own isError results.
 const (
@@ -27,34 +43,153 @@ const (
 	MetaURL        = "countersign/url"
 )
 
-// callTool checks one tools/call with Countersign and forwards it only
-// when allowed.
-func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	p := req.Params
-	args, ok := arguments(p.Arguments)
-	if !ok {
-		return refused(client.Outcome{Code: client.CodePolicyUnavailable,
-			Message: "The arguments of this call are not a JSON object, so it was not run."}), nil
+// elicitAfter: the approval link is offered by URL elicitation only to a
+// call still waiting this long, so that the same call made again after
+// approval (which runs at once) is not shown a link first.
+const elicitAfter = time.Second
+
+// callParams is what the gateway reads of a tools/call; the request goes
+// upstream as the client sent it.
+type callParams struct {
+	Name      string                     `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+}
+
+// heldCall is a tools/call being checked; the client may cancel it.
+type heldCall struct {
+	cancel    context.CancelFunc
+	cancelled bool
+}
+
+// startCall checks one tools/call in the background.
+func (g *Gateway) startCall(ctx context.Context, m *jsonrpc.Request) {
+	var p callParams
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+		g.toClient(ctx, errorAnswer(m.ID, codeInvalidParams, "Invalid params: tools/call needs a tool name.", "invalid_params"))
+		return
 	}
-	if !g.synced.Load() {
-		if cs, err := g.up.session(ctx); err == nil {
-			_ = g.syncCatalog(ctx, cs)
+	hctx, cancel := context.WithCancel(ctx)
+	h := &heldCall{cancel: cancel}
+	g.mu.Lock()
+	g.held[idKey(m.ID)] = h
+	g.mu.Unlock()
+	go g.call(ctx, hctx, m, p, h)
+}
+
+// cancelHeld follows the client's notifications/cancelled for a call being
+// checked: the check stops, no answer is sent (MCP: the receiver of a
+// cancel does not answer), and the Countersign item is cancelled.
+func (g *Gateway) cancelHeld(m *jsonrpc.Request) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.held[idKey(id)]
+	if h == nil {
+		return false
+	}
+	h.cancelled = true
+	h.cancel()
+	return true
+}
+
+// call checks one tools/call with Countersign and forwards the client's
+// request unchanged only when allowed. ctx is the relay's, hctx the call's.
+func (g *Gateway) call(ctx, hctx context.Context, m *jsonrpc.Request, p callParams, h *heldCall) {
+	defer h.cancel()
+	key := idKey(m.ID)
+	// done ends the hold; false when the client cancelled the call.
+	done := func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.held[key] == h {
+			delete(g.held, key)
+		}
+		return !h.cancelled
+	}
+	answer := func(r *jsonrpc.Response) {
+		if done() {
+			g.toClient(ctx, r)
 		}
 	}
-	conv := g.conversation(req.Session)
-	call := client.Call{CallID: g.callID(conv, p.Meta), User: g.opt.User, ConversationID: conv,
-		// An MCP session has no turns; the session is the closest thing.
-		TurnID: conv, Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args), AttachToPending: true,
-		Runtime: g.runtime(ctx)}
-	out, err := g.gate(ctx, req, call)
+	args, ok := arguments(p.Arguments)
+	if !ok {
+		answer(resultAnswer(m.ID, client.Outcome{Code: client.CodePolicyUnavailable,
+			Message: "The arguments of this call are not a JSON object, so it was not run."}))
+		return
+	}
+	if len(args) > MaxArguments {
+		answer(resultAnswer(m.ID, client.Outcome{Code: CodeArgumentsTooLarge, Message: "The arguments of this call to " + p.Name +
+			" are " + strconv.Itoa(len(args)) + " bytes, more than the " + strconv.Itoa(MaxArguments) +
+			" bytes (1 MiB) Countersign accepts for approval, so it did not run. Do not make it again as it is; make the change in smaller calls."}))
+		return
+	}
+	if known, err := g.knownTool(hctx, p.Name); err == nil && !known {
+		// Not forwarded: a tool the server does not list may still be one
+		// it serves, and it would then run unchecked.
+		answer(errorAnswer(m.ID, codeInvalidParams, "Unknown tool: "+p.Name, CodeUnknownTool))
+		return
+	}
+	conv := g.conversation(p.Meta)
+	call := client.Call{CallID: g.callID(p.Meta), User: g.opt.User, ConversationID: conv,
+		TurnID: turnID(p.Name, args, time.Now()), Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args),
+		AttachToPending: true, Runtime: g.runtime()}
+	out, err := g.gate(hctx, m, p, call)
+	if !done() {
+		g.cancelItem(ctx, call)
+		return
+	}
 	if err != nil {
 		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", g.redact(err.Error()))
+		if unreachable(err) {
+			out = client.Outcome{Code: CodeCountersignUnreachable, ApprovalID: out.ApprovalID,
+				Message: "Countersign, which approves this tool's calls, could not be reached or did not answer, so this call to " + p.Name +
+					" did not run. Tell the user; the same call can be made again once Countersign is reachable."}
+		}
 	}
 	if !out.Allowed {
 		out.Message = g.redact(out.Message)
-		return refused(out), nil
+		g.toClient(ctx, resultAnswer(m.ID, out))
+		return
 	}
-	return g.forward(ctx, p, args)
+	g.up.send(ctx, m)
+}
+
+// unreachable: the check failed on the way (no connection, no answer in
+// time), not with an answer Countersign gave.
+func unreachable(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// cancelItem cancels the item of a call the client cancelled: the items of
+// its turn (the call itself, see turnID) in its conversation, pending or
+// approved and not yet claimed. The turn of the day before is cancelled
+// too, for an item opened just before midnight (UTC).
+func (g *Gateway) cancelItem(ctx context.Context, call client.Call) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
+	defer stop()
+	args := []byte(call.Arguments)
+	now := time.Now()
+	n := 0
+	for _, t := range []time.Time{now, now.Add(-24 * time.Hour)} {
+		c, err := g.opt.Client.CancelTurn(ctx, call.User, call.ConversationID, turnID(call.Tool, args, t))
+		if err != nil {
+			g.opt.Log.Warn("could not cancel the cancelled call's item", "tool", call.Tool, "err", g.redact(err.Error()))
+			return
+		}
+		n += c
+	}
+	g.opt.Log.Info("the client cancelled a held call", "tool", call.Tool, "items_cancelled", n)
 }
 
 // redact replaces the API key in a message from elsewhere (the server,
@@ -69,7 +204,7 @@ func (g *Gateway) redact(s string) string {
 
 // arguments is the argument object as the client sent it, without
 // insignificant whitespace: the text Countersign digests and the bytes the
-// upstream receives are then the same (the SDK writes a json.RawMessage
+// upstream receives are then the same (the relay writes a frame's params
 // compacted, so compacting first keeps them identical).
 func arguments(raw json.RawMessage) ([]byte, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
@@ -82,16 +217,25 @@ func arguments(raw json.RawMessage) ([]byte, bool) {
 	return b.Bytes(), true
 }
 
-// callID is the client's own id for the call from _meta where it sends
-// one, else the session and the call's number in it. (JSON-RPC ids are
-// unique only among requests in flight, so they are not used.)
-func (g *Gateway) callID(conv string, meta mcp.Meta) string {
-	for _, k := range g.opt.CallIDMeta {
-		if s, ok := meta[k].(string); ok && usableID(s) {
+// metaString is a string _meta value fit to be an id.
+func metaString(meta map[string]json.RawMessage, keys []string) string {
+	for _, k := range keys {
+		var s string
+		if json.Unmarshal(meta[k], &s) == nil && usableID(s) {
 			return s
 		}
 	}
-	return conv + "/" + strconv.FormatInt(g.seq.Add(1), 10)
+	return ""
+}
+
+// callID is the client's own id for the call from _meta where it sends
+// one, else this process's id and the call's number in it. (JSON-RPC ids
+// are unique only among requests in flight, so they are not used.)
+func (g *Gateway) callID(meta map[string]json.RawMessage) string {
+	if s := metaString(meta, g.opt.CallIDMeta); s != "" {
+		return s
+	}
+	return g.session + "/" + strconv.FormatInt(g.seq.Add(1), 10)
 }
 
 func usableID(s string) bool {
@@ -99,93 +243,13 @@ func usableID(s string) bool {
 		strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-// gate asks Countersign and waits for a person at most Hold. While it
-// waits, the client is shown the item's link (progress, URL elicitation).
-// It is one check, followed by waiting on that very item: asking again
-// could open a new item if the person decided in between.
-//
-// The whole check is bounded too: a Countersign that accepts the request
-// and never answers must not hold the client's call until the client gives
-// up (the call does not run either way; this way the model is told).
-func (g *Gateway) gate(ctx context.Context, req *mcp.CallToolRequest, call client.Call) (client.Outcome, error) {
-	ctx, stop := context.WithTimeout(ctx, g.opt.Hold+max(g.opt.Hold/5, 2*time.Second))
-	defer stop() // ends the progress notifications and the elicitation
-	return g.opt.Client.GateNotify(ctx, call, g.opt.Hold, func(pending client.Outcome) {
-		g.whileWaiting(ctx, req, pending)
-	})
-}
-
-// whileWaiting sends progress notifications when the client gave a
-// progress token, and offers the item's link by URL elicitation when the
-// client supports it, until ctx ends.
-func (g *Gateway) whileWaiting(ctx context.Context, req *mcp.CallToolRequest, pending client.Outcome) {
-	ss := req.Session
-	msg := "Waiting for approval in Countersign"
-	if pending.URL != "" {
-		msg += " at " + pending.URL
-	}
-	if token := req.Params.GetProgressToken(); token != nil {
-		go func() {
-			t := time.NewTicker(g.opt.ProgressEvery)
-			defer t.Stop()
-			for n := 1; ; n++ {
-				if err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: msg}); err != nil && ctx.Err() == nil {
-					g.opt.Log.Debug("progress notification", "err", err)
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-			}
-		}()
-	}
-	if pending.URL != "" && offersURLElicitation(ss) {
-		go func() {
-			// A convenience only: the decision is made by the signed-in
-			// owner in Countersign, whatever the client answers here.
-			_, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "url", URL: pending.URL, ElicitationID: pending.ApprovalID,
-				Message: "This tool call needs your approval in Countersign."})
-			if err != nil && ctx.Err() == nil {
-				g.opt.Log.Debug("url elicitation", "err", err)
-			}
-		}()
-	}
-}
-
-// offersURLElicitation: the client supports URL elicitation and its
-// protocol version lets a server send a request while serving one (from
-// 2026-07-28 on that takes a multi round-trip result, which a call held
-// for a person does not fit).
-func offersURLElicitation(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion < "2026-07-28" && ip.Capabilities != nil &&
-		ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
-}
-
-// forward sends the allowed call upstream with exactly the checked
-// argument bytes and returns the upstream's result as it is.
-func (g *Gateway) forward(ctx context.Context, p *mcp.CallToolParamsRaw, args []byte) (*mcp.CallToolResult, error) {
-	cs, err := g.up.session(ctx)
+// resultAnswer is the isError result for a call that did not run.
+func resultAnswer(id jsonrpc.ID, out client.Outcome) *jsonrpc.Response {
+	b, err := json.Marshal(refused(out))
 	if err != nil {
-		g.opt.Log.Error("upstream server unavailable", "err", err)
-		return refused(client.Outcome{Code: CodeUpstreamUnavailable,
-			Message: "The tool's server could not be started, so this call did not run. Tell the user; it is tried again on the next call."}), nil
+		return errorAnswer(id, codeInternal, "Internal error", client.CodePolicyUnavailable)
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: forwardedMeta(p.Meta), Name: p.Name, Arguments: json.RawMessage(args)})
-	if err != nil && ctx.Err() == nil && !isRPCError(err) {
-		g.up.lost(cs)
-		g.opt.Log.Error("upstream server failed during a call", "tool", p.Name, "err", err)
-		return refused(client.Outcome{Code: CodeUpstreamUnavailable,
-			Message: "The tool's server stopped while running this call, so it may or may not have taken effect. Tell the user; the server is started again on the next call."}), nil
-	}
-	return res, err
-}
-
-// isRPCError: the upstream answered with a JSON-RPC error (it is alive).
-func isRPCError(err error) bool {
-	var w *jsonrpc.Error
-	return errors.As(err, &w)
+	return &jsonrpc.Response{ID: id, Result: b}
 }
 
 // refused is the isError result for a call that did not run.
@@ -198,4 +262,24 @@ func refused(out client.Outcome) *mcp.CallToolResult {
 		meta[MetaURL] = out.URL
 	}
 	return &mcp.CallToolResult{Meta: meta, IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: out.Message}}}
+}
+
+// unavailableAnswer answers a request the upstream could not take:
+// started says whether it had reached the upstream.
+func (g *Gateway) unavailableAnswer(id jsonrpc.ID, method string, started bool, err error) *jsonrpc.Response {
+	switch {
+	case method == methodCallTool && started:
+		return resultAnswer(id, client.Outcome{Code: CodeUpstreamUnavailable,
+			Message: "The tool's server stopped while running this call, so it may or may not have taken effect. Tell the user; the server is started again on the next call."})
+	case method == methodCallTool:
+		return resultAnswer(id, client.Outcome{Code: CodeUpstreamUnavailable,
+			Message: "The tool's server could not be started, so this call did not run. Tell the user; it is tried again on the next call."})
+	case started:
+		return errorAnswer(id, codeInternal, "The MCP server stopped before it answered "+method+"; it is started again on the next request.", CodeUpstreamUnavailable)
+	}
+	msg := "countersign mcp could not start the MCP server"
+	if err != nil {
+		msg += ": " + g.redact(err.Error())
+	}
+	return errorAnswer(id, codeInternal, msg+". Check the command after `--` in the client's configuration; it is tried again on the next request.", CodeUpstreamUnavailable)
 }

@@ -2,68 +2,131 @@ package gateway
 
 import (
 	"context"
-	"sync"
+	"encoding/json"
 	"time"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// syncCatalog lists the upstream's tools and registers them as the
-// connector. The annotations come from an untrusted server: Countersign
-// uses them for the default policy of new tools only.
-// syncTimeout bounds one registration of the upstream's tools.
+// syncTimeout bounds one registration of the upstream's tools (and one
+// answer of the upstream to the gateway's own tools/list).
 const syncTimeout = 10 * time.Second
 
-func (g *Gateway) syncCatalog(ctx context.Context, cs *mcp.ClientSession) error {
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
+// listedTool is what the catalog reads of a tool in a tools/list result.
+// The hints are pointers: an absent hint is not the same as false.
+type listedTool struct {
+	Name        string `json:"name"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Annotations *struct {
+		Title           string `json:"title"`
+		ReadOnlyHint    *bool  `json:"readOnlyHint"`
+		DestructiveHint *bool  `json:"destructiveHint"`
+		IdempotentHint  *bool  `json:"idempotentHint"`
+		OpenWorldHint   *bool  `json:"openWorldHint"`
+	} `json:"annotations"`
+}
+
+// syncCatalog lists the upstream's tools with requests of the gateway's own
+// (the client's tools/list answers pass through untouched) and registers
+// them as the connector. The annotations come from an untrusted server:
+// Countersign uses them for the default policy of new tools only.
+//
+// force lists again even when the catalog is registered (the upstream said
+// its tools changed): each announced change is followed by a sync that
+// starts after it.
+func (g *Gateway) syncCatalog(ctx context.Context, force bool) error {
+	g.syncMu.Lock()
+	defer g.syncMu.Unlock()
+	if !force && g.synced.Load() {
+		return nil
+	}
+	err := g.syncOnce(ctx)
+	if err != nil && ctx.Err() == nil {
+		// Calls still fail closed; the next call tries again.
+		g.opt.Log.Warn("could not register the upstream's tools with Countersign", "connector", g.opt.Connector, "err", g.redact(err.Error()))
+	}
+	return err
+}
+
+func (g *Gateway) syncOnce(ctx context.Context) error {
+	var tools []listedTool
+	cursor := ""
+	for page := 0; page < 100; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := g.askUpstream(ctx, methodListTools, params, syncTimeout)
 		if err != nil {
 			return err
 		}
-		tools = append(tools, t)
+		var res struct {
+			Tools      []listedTool `json:"tools"`
+			NextCursor string       `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return err
+		}
+		tools = append(tools, res.Tools...)
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
 	}
 	conn := client.Connector{DisplayName: g.opt.Connector, Kind: "connector", Tools: make([]client.ConnectorTool, 0, len(tools))}
+	names := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		conn.Tools = append(conn.Tools, connectorTool(t))
+		names[t.Name] = true
 	}
+	g.mu.Lock()
+	g.tools = names
+	g.mu.Unlock()
 	// Bounded: a Countersign that never answers must not keep the gateway
 	// from serving (calls then fail closed and try the sync again).
 	sctx, cancel := context.WithTimeout(ctx, min(syncTimeout, g.opt.Hold))
 	defer cancel()
 	if err := g.opt.Client.SyncConnector(sctx, g.opt.Connector, conn); err != nil {
-		g.synced.Store(false)
 		return err
 	}
 	g.synced.Store(true)
-	if m := g.mirror.Load(); m != nil {
-		m.set(tools)
-	}
 	g.opt.Log.Info("registered the upstream's tools", "connector", g.opt.Connector, "tools", len(tools))
 	return nil
 }
 
-func connectorTool(t *mcp.Tool) client.ConnectorTool {
+// knownTool says whether the upstream lists name, registering the catalog
+// first when it is not registered yet (or the upstream's tools changed).
+// An error says the gateway could not tell.
+func (g *Gateway) knownTool(ctx context.Context, name string) (bool, error) {
+	if !g.synced.Load() {
+		_ = g.syncCatalog(ctx, false)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tools == nil {
+		return false, errNotListed
+	}
+	return g.tools[name], nil
+}
+
+var errNotListed = errorString("gateway: the upstream's tools are not listed yet")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func connectorTool(t listedTool) client.ConnectorTool {
 	ct := client.ConnectorTool{Name: t.Name, DisplayName: cut(t.Title, approval.MaxDisplayNameChars),
 		Description: cut(t.Description, approval.MaxDescriptionChars)}
 	if a := t.Annotations; a != nil {
 		if ct.DisplayName == "" {
 			ct.DisplayName = cut(a.Title, approval.MaxDisplayNameChars)
 		}
-		ct.Annotations = approval.Annotations{ReadOnlyHint: trueOrNil(a.ReadOnlyHint),
-			DestructiveHint: a.DestructiveHint, IdempotentHint: trueOrNil(a.IdempotentHint), OpenWorldHint: a.OpenWorldHint}
+		ct.Annotations = approval.Annotations{ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
 	}
 	return ct
-}
-
-// trueOrNil: the SDK reports an absent boolean hint as false, which is the
-// protocol's default, so only true is sent.
-func trueOrNil(b bool) *bool {
-	if !b {
-		return nil
-	}
-	return &b
 }
 
 func cut(s string, n int) string {
@@ -72,52 +135,4 @@ func cut(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// toolsChanged follows the upstream's notifications/tools/list_changed
-// (and a restart): register the catalog again and tell the client.
-func (g *Gateway) toolsChanged() {
-	ctx := context.Background()
-	cs, err := g.up.session(ctx)
-	if err == nil {
-		err = g.syncCatalog(ctx, cs)
-	}
-	if err != nil {
-		g.opt.Log.Warn("could not register the upstream's changed tools", "err", g.redact(err.Error()))
-	}
-}
-
-// mirror keeps the gateway server's own tool table in step with the
-// upstream's, only so that the SDK announces the tools capability and
-// sends notifications/tools/list_changed to the client. tools/list and
-// tools/call never reach these entries: the middleware answers them.
-type mirror struct {
-	server *mcp.Server
-	mu     sync.Mutex
-	names  map[string]bool
-}
-
-func (m *mirror) set(tools []*mcp.Tool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	next := make(map[string]bool, len(tools))
-	for _, t := range tools {
-		next[t.Name] = true
-		m.server.AddTool(&mcp.Tool{Name: t.Name, InputSchema: map[string]any{"type": "object"}}, unreachable)
-	}
-	var gone []string
-	for n := range m.names {
-		if !next[n] {
-			gone = append(gone, n)
-		}
-	}
-	if len(gone) > 0 {
-		m.server.RemoveTools(gone...)
-	}
-	m.names = next
-}
-
-func unreachable(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return refused(client.Outcome{Code: client.CodePolicyUnavailable,
-		Message: approval.Message(approval.CodePolicyUnavailable, approval.MessageInput{})}), nil
 }

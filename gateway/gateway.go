@@ -1,12 +1,19 @@
-// Package gateway is an MCP server that stands in front of another MCP
-// server (the upstream) and asks Countersign before any tool call reaches
-// it. An MCP client launches the gateway in place of the real server; the
-// gateway starts or connects to the upstream, registers its tools as one
-// connector, checks every tools/call, and passes everything else through.
+// Package gateway stands in front of an MCP server (the upstream) and asks
+// Countersign before any tool call reaches it. An MCP client launches the
+// gateway in place of the real server; the gateway starts or connects to
+// the upstream and relays the JSON-RPC messages of both sides unchanged —
+// requests, responses and notifications, whichever side sends them — except
+// the client's tools/call requests, which are checked first and reach the
+// upstream only when allowed.
+//
+// The relay works on JSON-RPC frames, not on the MCP SDK's typed messages:
+// the typed layer drops fields it does not know (a tool's execution, tasks)
+// and adds empty ones, and a gateway in front of every server must not
+// change what either side says.
 //
 // Fail closed: a call reaches the upstream only after Countersign allowed
 // it. Countersign unreachable or answering something the client does not
-// understand ends in an isError result with code policy_unavailable.
+// understand ends in an isError result.
 package gateway
 
 import (
@@ -14,13 +21,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/client"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,7 +49,8 @@ type Options struct {
 	Client    *client.Client // Countersign, with a runtime API key
 	User      string         // OIDC subject of the person whose calls these are
 	// Upstream returns a fresh transport to the upstream server; it is
-	// called at start and again after the upstream stopped.
+	// called when the client initializes and again after the upstream
+	// stopped.
 	Upstream func() (mcp.Transport, error)
 	// Hold is how long a call waits for a person before it returns the
 	// link result (default DefaultHold). Clients abort slow calls.
@@ -50,20 +59,34 @@ type Options struct {
 	// waits, when the client gave a progress token (default DefaultProgressEvery).
 	ProgressEvery time.Duration
 	CallIDMeta    []string // default DefaultCallIDMeta
-	Version       string   // reported to the client and the upstream
-	Log           *slog.Logger
+	// ConversationMeta are tools/call _meta keys whose value is the
+	// client's own conversation id, tried in order (default none).
+	ConversationMeta []string
+	Version          string // the gateway's version, for the log
+	Log              *slog.Logger
 }
 
 // Gateway serves one MCP client in front of one upstream.
 type Gateway struct {
 	opt     Options
-	up      *upstream
-	session string // this process's session id, when the transport has none
+	session string // this process's id, part of call ids the client does not give
 	seq     atomic.Int64
+	ownSeq  atomic.Int64
 	synced  atomic.Bool
-	// mirror is set once the client-facing server exists; the upstream may
-	// announce changes before that.
-	mirror atomic.Pointer[mirror]
+	syncMu  sync.Mutex
+
+	client mcp.Connection
+	up     *upstream
+
+	mu        sync.Mutex
+	initReq   *jsonrpc.Request // the client's initialize, replayed to a restarted upstream
+	initDone  bool             // the client sent notifications/initialized
+	clientIni initializeParams
+	serverIni initializeResult
+	tools     map[string]bool                   // the upstream's tool names, once listed
+	held      map[string]*heldCall              // the client's tools/call being checked, by request id
+	own       map[string]chan *jsonrpc.Response // the gateway's own requests awaiting an answer
+	fwd       map[string]forwarded              // the client's requests at the upstream, by id
 }
 
 // New checks the options and fills in the defaults.
@@ -90,96 +113,42 @@ func New(opt Options) (*Gateway, error) {
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	g := &Gateway{opt: opt, session: "mcp-" + hex.EncodeToString(b)}
-	g.up = &upstream{connect: opt.Upstream, log: opt.Log, version: opt.Version, onToolsChanged: g.toolsChanged,
-		onResourceUpdated: g.resourceUpdated}
+	g := &Gateway{opt: opt, session: "mcp-" + hex.EncodeToString(b), held: map[string]*heldCall{},
+		own: map[string]chan *jsonrpc.Response{}, fwd: map[string]forwarded{}}
+	g.up = &upstream{g: g, connect: opt.Upstream}
 	return g, nil
 }
 
-// Serve connects to the upstream, registers its tools, and serves the
-// client on t until the client goes away or ctx ends. The upstream is
-// stopped before Serve returns.
+// Serve relays between the client on t and the upstream until the client
+// goes away or ctx ends. The upstream is started when the client sends
+// initialize, and stopped before Serve returns.
 func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	defer g.up.close()
-	cs, err := g.up.session(ctx)
+	conn, err := t.Connect(ctx)
 	if err != nil {
-		return fmt.Errorf("start the upstream server: %w", err)
+		return err
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "countersign-mcp", Version: g.opt.Version},
-		&mcp.ServerOptions{
-			Capabilities:     capabilities(cs.InitializeResult()),
-			Instructions:     instructions(cs.InitializeResult()),
-			Logger:           slog.New(quieter{g.opt.Log.Handler(), slog.LevelWarn}),
-			SubscribeHandler: g.subscribe,
-			UnsubscribeHandler: func(ctx context.Context, r *mcp.UnsubscribeRequest) error {
-				up, err := g.up.session(ctx)
-				if err != nil {
-					return err
-				}
-				return up.Unsubscribe(ctx, r.Params)
-			},
-		})
-	server.AddReceivingMiddleware(g.middleware)
-	g.mirror.Store(&mirror{server: server})
-	if err := g.syncCatalog(ctx, cs); err != nil {
-		// Calls still fail closed; the next call tries again.
-		g.opt.Log.Warn("could not register the upstream's tools with Countersign", "connector", g.opt.Connector, "err", g.redact(err.Error()))
-	}
-	err = server.Run(ctx, t)
-	// The client going away (stdin EOF, a closed pipe) or a signal is the
-	// normal end.
-	if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
-		return nil
-	}
-	return err
-}
-
-// capabilities are the upstream's, with tool list changes always announced
-// (the gateway re-registers the catalog and tells the client).
-func capabilities(init *mcp.InitializeResult) *mcp.ServerCapabilities {
-	caps := &mcp.ServerCapabilities{}
-	if init != nil && init.Capabilities != nil {
-		c := *init.Capabilities
-		caps = &c
-	}
-	caps.Tools = &mcp.ToolCapabilities{ListChanged: true}
-	return caps
-}
-
-func instructions(init *mcp.InitializeResult) string {
-	if init == nil {
-		return ""
-	}
-	return init.Instructions
-}
-
-// conversation is the MCP session: the transport's session id where it has
-// one, else one id per gateway process (a stdio client runs one process per
-// session).
-func (g *Gateway) conversation(ss *mcp.ServerSession) string {
-	if ss != nil {
-		if id := ss.ID(); id != "" && len(id) <= 150 {
-			return "mcp-" + id
+	defer conn.Close()
+	g.client = conn
+	for {
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			// The client going away (stdin EOF, a closed pipe) or a signal
+			// is the normal end.
+			if ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+				return nil
+			}
+			return err
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			g.fromClient(ctx, m)
+		case *jsonrpc.Response:
+			if !g.ownAnswer(m) {
+				g.up.send(ctx, m)
+			}
 		}
 	}
-	return g.session
-}
-
-// quieter passes on only records at min or above: the SDK logs every
-// session's start and end at info, which is noise on a client's stderr.
-type quieter struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= q.min && q.Handler.Enabled(ctx, l)
-}
-
-func (q quieter) WithAttrs(a []slog.Attr) slog.Handler {
-	return quieter{q.Handler.WithAttrs(a), q.min}
-}
-
-func (q quieter) WithGroup(name string) slog.Handler {
-	return quieter{q.Handler.WithGroup(name), q.min}
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/gateway"
 	"github.com/countersign/countersign/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -85,6 +87,16 @@ func startProtocol(t testing.TB, proto string, upstream func() (mcp.Transport, e
 	})
 	if h.cs, err = c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: proto}); err != nil {
 		t.Fatal(err)
+	}
+	if opt.Client.BaseURL == e.BaseURL {
+		// The gateway registers the upstream's tools once the client has
+		// initialized; the tests change their policies.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var n int
+			if e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM tools WHERE connector = $1`, opt.Connector).Scan(&n) == nil && n > 0 {
+				break
+			}
+		}
 	}
 	t.Cleanup(func() {
 		_ = h.cs.Close()
@@ -166,6 +178,21 @@ func (h *harness) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
+// waitCount waits until query counts want rows (the catalog is registered
+// in the background).
+func (h *harness) waitCount(t *testing.T, want int, query string, args ...any) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n := h.count(t, query, args...)
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows, want %d: %s", n, want, query)
+		}
+	}
+}
+
 func text(r *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
@@ -203,6 +230,7 @@ func TestCatalog(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatalf("tools through the gateway differ from the upstream's:\n%s\n%s", a, b)
 	}
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
 	rows, err := h.e.DB.Pool.Query(context.Background(), `SELECT name, mode, read_only_hint IS TRUE, destructive_hint IS TRUE FROM tools WHERE connector = 'notes' ORDER BY name`)
 	if err != nil {
 		t.Fatal(err)
@@ -360,7 +388,10 @@ func TestCountersignDownNothingReachesUpstream(t *testing.T) {
 	}
 	for _, tool := range []string{"read_note", "write_note"} {
 		r := h.call(t, tool, `{"name":"todo"}`, nil)
-		wantRefused(t, r, client.CodePolicyUnavailable)
+		wantRefused(t, r, gateway.CodeCountersignUnreachable)
+		if !strings.Contains(text(r), "could not be reached") {
+			t.Fatalf("text %q", text(r))
+		}
 		if got := n.got(tool); len(got) != 0 {
 			t.Fatalf("%s: upstream got %q", tool, got)
 		}
@@ -377,9 +408,7 @@ func TestToolListChanged(t *testing.T) {
 			return &mcp.CallToolResult{}, nil
 		})
 	<-h.changed
-	if c := h.count(t, `SELECT count(*) FROM tools WHERE connector = 'notes' AND name = 'delete_note' AND mode = 'require_approval'`); c != 1 {
-		t.Fatalf("delete_note registered %d times", c)
-	}
+	h.waitCount(t, 1, `SELECT count(*) FROM tools WHERE connector = 'notes' AND name = 'delete_note' AND mode = 'require_approval'`)
 	res, err := h.cs.ListTools(context.Background(), nil)
 	if err != nil || len(res.Tools) != 5 {
 		t.Fatalf("%v %v", res, err)
@@ -407,13 +436,17 @@ func TestURLElicitationIsOnlyALink(t *testing.T) {
 	wantRefused(t, <-res, "approval_denied")
 }
 
-// A tool the upstream did not list is not in the catalog: the call is
-// refused before anything is sent upstream.
+// A tool the upstream did not list is answered as MCP answers an unknown
+// tool (JSON-RPC -32602) before anything is sent upstream: an unlisted
+// tool may still be one the server serves, and it would run unchecked.
 func TestUnlistedToolNeverReachesUpstream(t *testing.T) {
 	n := &notes{}
 	h := start(t, n.inMemory())
-	r := h.call(t, "format_disk", `{}`, nil)
-	wantRefused(t, r, client.CodePolicyUnavailable)
+	_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "format_disk", Arguments: json.RawMessage(`{}`)})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || we.Message != "Unknown tool: format_disk" {
+		t.Fatalf("want -32602 Unknown tool, got %v", err)
+	}
 	if got := n.got("format_disk"); len(got) != 0 {
 		t.Fatalf("upstream got %q", got)
 	}
@@ -469,8 +502,7 @@ func TestStreamableHTTPUpstream(t *testing.T) {
 }
 
 // The client's own call id (Claude Code's tool-use id) binds the item; the
-// client's other _meta reaches the upstream, its progress token and
-// protocol keys do not.
+// client's _meta reaches the upstream as the client sent it.
 func TestCallIDAndMeta(t *testing.T) {
 	n := &notes{}
 	h := start(t, n.inMemory(), func(o *gateway.Options) { o.Hold = 100 * time.Millisecond })
@@ -492,10 +524,8 @@ func TestCallIDAndMeta(t *testing.T) {
 	n.mu.Lock()
 	got := n.meta[len(n.meta)-1]
 	n.mu.Unlock()
-	// The io.modelcontextprotocol/ keys the upstream sees are the
-	// gateway's own connection's, not the client's.
 	info, _ := got["io.modelcontextprotocol/clientInfo"].(map[string]any)
-	if got["vendor/trace"] != "t-1" || got["progressToken"] != nil || (info != nil && info["name"] != "countersign-mcp") {
+	if got["vendor/trace"] != "t-1" || got["progressToken"] != "tok" || (info != nil && info["name"] != "test-client") {
 		t.Fatalf("upstream got _meta %v", got)
 	}
 }

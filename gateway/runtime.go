@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"os"
 	"strings"
 	"unicode/utf8"
@@ -15,13 +14,13 @@ import (
 // its initialize answer (the connector's name until it has answered), this
 // machine's host name and the gateway's working directory. A text the
 // check would refuse is shortened or left out rather than fail the call.
-func (g *Gateway) runtime(ctx context.Context) *client.Runtime {
+func (g *Gateway) runtime() *client.Runtime {
 	upstream := g.opt.Connector
-	if cs, err := g.up.session(ctx); err == nil {
-		if init := cs.InitializeResult(); init != nil && init.ServerInfo != nil && init.ServerInfo.Name != "" {
-			upstream = strings.TrimSpace(init.ServerInfo.Name + " " + init.ServerInfo.Version)
-		}
+	g.mu.Lock()
+	if si := g.serverIni.ServerInfo; si.Name != "" {
+		upstream = strings.TrimSpace(si.Name + " " + si.Version)
 	}
+	g.mu.Unlock()
 	host, _ := os.Hostname()
 	wd, _ := os.Getwd()
 	r := approval.Runtime{Client: clip("countersign mcp → "+upstream, approval.MaxRuntimeClientChars), Host: host, WorkingDirectory: wd}

@@ -28,7 +28,7 @@ type pendingWrite struct {
 // person. What the reviewer is shown about the tool is kept with the item,
 // so that a later catalog sync cannot relabel a call already waiting.
 func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions) *pendingWrite {
-	decisions := approval.AvailableDecisions(tool.StandingApproval)
+	decisions := approval.AvailableDecisions(tool.StandingApproval, tool.Matchable)
 	avail := make([]string, len(decisions))
 	for i, d := range decisions {
 		avail[i] = string(d)

@@ -13,7 +13,7 @@ const (
 	// AlwaysMatching allows this call and every later one whose arguments
 	// the confirmed scope covers (GrantScope).
 	AlwaysMatching Decision = "always_matching"
-	Reject                      Decision = "reject"
+	Reject         Decision = "reject"
 )
 
 // Label is the button text for d.

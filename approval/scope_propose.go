@@ -14,29 +14,38 @@ import (
 type ScopeProposal struct {
 	// Shell is set when the tool names a shell argument and at least one
 	// simple command of the call may be covered.
-	Shell    []ShellChoice
-	Argument string // the shell argument's name
+	Shell    []ShellChoice `json:"shell,omitempty"`
+	Argument string        `json:"argument,omitempty"` // the shell argument's name
 	// Keys are the call's keys otherwise, in the order sent.
-	Keys []KeyChoice
+	Keys []KeyChoice `json:"keys,omitempty"`
 }
 
 // ShellChoice is one simple command of the call: Prefix is its leading
 // words (the first word and one argument) when a prefix is offered, Exact
 // its words when it may be covered at all; Why says why not.
 type ShellChoice struct {
-	Text   string
-	Prefix []string
-	Exact  []string
-	Why    string
+	Text   string   `json:"text"` // as written, shortened
+	Prefix []string `json:"prefix,omitempty"`
+	Exact  []string `json:"exact,omitempty"`
+	Why    string   `json:"why,omitempty"`
 }
 
 // KeyChoice is one key of the call: its value's digest and the value as
 // shown (shortened).
 type KeyChoice struct {
-	Key    string
-	Digest string
-	Shown  string
+	Key    string `json:"key"`
+	Digest string `json:"digest"`
+	Shown  string `json:"shown"`
 }
+
+// Proposal limits: a call with more simple commands than this gets no
+// shell proposal, and one with more keys none at all. The proposal is kept
+// with the item's preview, so that the card shows it without reading the
+// arguments again; the decision derives it again from the full text.
+const (
+	ScopeMaxCommands = 16
+	ScopeMaxKeys     = 32
+)
 
 // ShowChars is how much of a value a scope's words show.
 const scopeShowChars = 80
@@ -49,7 +58,7 @@ func ProposeScope(a Arguments, shellArg string) ScopeProposal {
 		return ScopeProposal{}
 	}
 	if cmd, ok := stringMember(a, shellArg); ok && shellArg != "" {
-		if v := ParseShell(cmd, ""); v.Parsed && !v.Incomplete {
+		if v := ParseShell(cmd, ""); v.Parsed && !v.Incomplete && len(v.Commands) <= ScopeMaxCommands {
 			p := ScopeProposal{Argument: shellArg}
 			any := false
 			for _, c := range v.Commands {
@@ -61,6 +70,9 @@ func ProposeScope(a Arguments, shellArg string) ScopeProposal {
 				return p
 			}
 		}
+	}
+	if len(a.Members) > ScopeMaxKeys {
+		return ScopeProposal{}
 	}
 	var p ScopeProposal
 	for _, m := range a.Members {
@@ -74,7 +86,7 @@ func ProposeScope(a Arguments, shellArg string) ScopeProposal {
 }
 
 func shellChoice(c ShellCommand) ShellChoice {
-	ch := ShellChoice{Text: c.Text()}
+	ch := ShellChoice{Text: scopeShort(c.Text())}
 	ok, why := coverable(c)
 	if !ok {
 		ch.Why = why
@@ -112,7 +124,7 @@ func scopeShort(s string) string {
 
 // Empty reports whether nothing can be offered (arguments that did not
 // parse).
-func (p ScopeProposal) Empty() bool { return len(p.Shell) == 0 && p.Keys == nil }
+func (p ScopeProposal) Empty() bool { return len(p.Shell) == 0 && len(p.Keys) == 0 }
 
 // ChooseScope narrows the proposal by the person's choices, as posted in
 // the form's scope fields: for a shell proposal "N:prefix", "N:exact" or

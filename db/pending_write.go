@@ -44,6 +44,11 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		RuntimeDirectory: req.Runtime.WorkingDirectory}}
 	// A shell command is parsed whole here, before the preview shortens it.
 	p.a.Preview.Shell = approval.ShellPreview(args, tool.ShellArgument, req.Runtime.WorkingDirectory)
+	if tool.Policy().ScopedOffered() {
+		if s := approval.ProposeScope(args, tool.ShellArgument); !s.Empty() {
+			p.a.Preview.Scope = &s
+		}
+	}
 	// The preview as readers will read it back: a JSON round trip, which
 	// for one drops empty lists.
 	if b, err := json.Marshal(p.a.Preview); err == nil {

@@ -80,13 +80,13 @@ func ProposeScope(a Arguments, shellArg string) ScopeProposal {
 		if !ok {
 			return ScopeProposal{}
 		}
-		p.Keys = append(p.Keys, KeyChoice{Key: m.Key, Digest: d, Shown: scopeShort(valueText(m.Value))})
+		p.Keys = append(p.Keys, KeyChoice{Key: m.Key, Digest: d, Shown: shownText(valueText(m.Value))})
 	}
 	return p
 }
 
 func shellChoice(c ShellCommand) ShellChoice {
-	ch := ShellChoice{Text: scopeShort(c.Text())}
+	ch := ShellChoice{Text: shownText(c.Text())}
 	ok, why := coverable(c)
 	if !ok {
 		ch.Why = why
@@ -113,6 +113,11 @@ func shellChoice(c ShellCommand) ShellChoice {
 	}
 	return ch
 }
+
+// shownText is untrusted text as a scope keeps it to show: shortened,
+// and with hidden characters (NUL included, which Postgres cannot store)
+// as visible markers.
+func shownText(s string) string { return Visible(scopeShort(s), SingleLine).String() }
 
 func scopeShort(s string) string {
 	r := []rune(s)

@@ -215,3 +215,14 @@ func TestChooseKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestProposalShowsHiddenCharacters(t *testing.T) {
+	p := ProposeScope(ParseArguments(`{"to":"x\u0000y\u202e"}`), "")
+	if len(p.Keys) != 1 || HasHidden(p.Keys[0].Shown, SingleLine) {
+		t.Fatalf("%+v", p.Keys)
+	}
+	s := ProposeScope(shellArgs("echo \"a\u202eb\""), "command")
+	if len(s.Shell) != 0 && HasHidden(s.Shell[0].Text, SingleLine) {
+		t.Fatalf("%+v", s.Shell)
+	}
+}

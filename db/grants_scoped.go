@@ -19,7 +19,7 @@ type ToolScopedGrant struct {
 // user's, newest first.
 func (d *DB) ScopedGrantsForTool(ctx context.Context, toolID int64) ([]ToolScopedGrant, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT q.*, COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), q.user_subject) AS user_name
-		FROM (`+grantSelect+` WHERE g.tool_id = $1 AND g.scope IS NOT NULL AND g.revoked_at IS NULL AND NOT `+lapsedWhere+`) q
+		FROM (`+grantSelect+` WHERE g.tool_id = $1 AND g.scope IS NOT NULL AND g.revoked_at IS NULL AND NOT COALESCE(`+lapsedWhere+`, false)) q
 		LEFT JOIN LATERAL (SELECT name, email FROM users WHERE subject = q.user_subject ORDER BY id LIMIT 1) u ON true
 		ORDER BY q.id DESC`, toolID)
 	if err != nil {

@@ -80,7 +80,8 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 	err := d.Pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE g.conversation_id IS NULL), count(*) FILTER (WHERE g.conversation_id IS NOT NULL)
 		FROM standing_grants g JOIN tools t ON t.id = g.tool_id
-		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval
+		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version
+		  AND (t.standing_approval OR (g.scope IS NOT NULL AND t.matchable))
 		  AND (g.expires_at IS NULL OR g.expires_at > now())`,
 		toolID).Scan(&i.AlwaysGrants, &i.ConversationGrants)
 	if err != nil {

@@ -79,10 +79,12 @@ func TestScopedGrant(t *testing.T) {
 	if n := eval[int](t, admin, `document.querySelectorAll('[data-testid="scoped-grant-row"]').length`); n != 0 {
 		t.Fatalf("%d scoped grants listed after Revoke", n)
 	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/")); err != nil {
+		t.Fatal(err)
+	}
 	again := gate(rt, call("sc4", "npm test"))
 	cardFor(t, ctx, e, "sc4") // asks again
-	_ = chained
-	_ = again
+	_, _ = chained, again
 }
 
 func jsonQuote(s string) string {

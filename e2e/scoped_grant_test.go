@@ -56,7 +56,7 @@ func TestScopedGrant(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/auto-approve")); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, ctx, `[data-testid="grant-scoped"]`); !strings.Contains(got, "Calls like this: commands starting with `npm test` or `git status`") {
+	if got := text(t, ctx, `[data-testid="grant-scoped"]`); !strings.Contains(got, "Calls like this: commands starting with npm test or git status") {
 		t.Fatalf("Auto-approve tab says %q", got)
 	}
 	checkAxe(t, ctx, "auto-approve with a scoped grant")

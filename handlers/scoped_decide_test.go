@@ -56,7 +56,7 @@ func TestDecideScoped(t *testing.T) {
 		}
 	}
 	_, page := l.Member.Get("/auto-approve")
-	if !strings.Contains(page, "Calls like this: ") || !strings.Contains(page, "commands exactly `npm test -- --watch`") {
+	if !strings.Contains(page, "Calls like this: ") || !strings.Contains(page, `<code><bdi class="untrusted">npm test -- --watch</bdi></code>`) {
 		t.Error("the Auto-approve tab does not say what the grant covers")
 	}
 }

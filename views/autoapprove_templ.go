@@ -259,7 +259,7 @@ func grantGroup(v AutoApproveView, g GrantGroup) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Untrusted(r.Scope).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = ScopeText(r.Scope).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

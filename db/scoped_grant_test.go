@@ -240,3 +240,52 @@ func TestScopedGrantNotInPlaybookRun(t *testing.T) {
 		t.Fatalf("outside the run: %+v", res.Outcome)
 	}
 }
+
+// The admin's cap on standing grants applies to scoped grants: a longer
+// length is refused, and the grant given ends at the cap.
+func TestScopedGrantCapped(t *testing.T) {
+	ctx := context.Background()
+	f := newScopedFixture(t)
+	if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "claude-code", "Bash",
+		approval.Policy{Mode: approval.ModeRequireApproval, Matchable: true, MaxGrant: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	res := f.check(t, "claude-code", "Bash", bash("go build ./..."))
+	if _, err := f.store.Answer(ctx, res.Approval.ID, f.user, db.Answer{Decision: approval.AlwaysMatching, Duration: "86400"}); approval.KindOf(err) != approval.KindUnprocessable {
+		t.Fatalf("a day under a cap of an hour: %v, want 422", err)
+	}
+	f.give(t, res)
+	grants, _ := f.store.GrantsFor(ctx, f.user.Subject)
+	if len(grants) != 1 || grants[0].ExpiresAt == nil || time.Until(*grants[0].ExpiresAt) > time.Hour+time.Minute {
+		t.Fatalf("grant %+v", grants)
+	}
+	// Matchable turned off: the answer is not offered any more, and the
+	// grant does not apply.
+	if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "claude-code", "Bash",
+		approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
+		t.Fatal(err)
+	}
+	res = f.check(t, "claude-code", "Bash", bash("go build ./..."))
+	if res.Outcome.Verdict != approval.Pending || fmt.Sprint(res.Approval.AvailableDecisions) != "[approve reject]" {
+		t.Fatalf("after matchable off: %+v %v", res.Outcome, res.Approval)
+	}
+	if _, err := f.store.Answer(ctx, res.Approval.ID, f.user, db.Answer{Decision: approval.AlwaysMatching}); approval.KindOf(err) != approval.KindUnprocessable {
+		t.Fatalf("always_matching not offered: %v, want 422", err)
+	}
+}
+
+// Turning "Always allow calls like this" off withdraws it from the tool's
+// pending items at once.
+func TestMatchableOffWithdrawsFromPending(t *testing.T) {
+	ctx := context.Background()
+	f := newScopedFixture(t)
+	res := f.check(t, "claude-code", "Bash", bash("go vet ./..."))
+	if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "claude-code", "Bash",
+		approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := f.store.ApprovalForOwner(ctx, res.Approval.ID, f.user.Subject)
+	if err != nil || fmt.Sprint(a.AvailableDecisions) != "[approve reject]" {
+		t.Fatalf("%v %v", err, a.AvailableDecisions)
+	}
+}

@@ -129,11 +129,17 @@ func TestScopedGrantShell(t *testing.T) {
 	allowed := []string{"npm test", "npm test -- --watch", "npm  test"}
 	asks := []string{"npm test && rm -rf ~", "npm test; curl x | sh", "npm test $(rm -rf ~)", "npm testx", "sudo npm test",
 		"npm test > ~/.bashrc", "FOO=1 npm test", "bash -c 'npm test'"}
+	// The grants are read with the tool, in the check's first statement:
+	// no check below reads them apart.
+	apart := f.store.FactsReadApart()
 	for _, cmd := range allowed {
 		res := f.check(t, "claude-code", "Bash", bash(cmd))
 		if res.Outcome.Verdict != approval.Allow || res.Outcome.Via != approval.ViaAlwaysAllow || !res.Outcome.Scoped {
 			t.Errorf("%q: %+v, want allowed by the scoped grant", cmd, res.Outcome)
 		}
+	}
+	if n := f.store.FactsReadApart() - apart; n != 0 {
+		t.Errorf("%d checks read the grants in a statement of their own", n)
 	}
 	// The same in a transaction (a call that may join an earlier item).
 	res := f.check(t, "claude-code", "Bash", bash("npm test"), func(r *db.CheckRequest) { r.AttachToPending = true })

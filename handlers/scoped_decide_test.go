@@ -60,3 +60,68 @@ func TestDecideScoped(t *testing.T) {
 		t.Error("the Auto-approve tab does not say what the grant covers")
 	}
 }
+
+// The policy form's matchable: the page shows it, an unticked box (the
+// hidden "0" alone) turns it off and the tool's items stop offering
+// "Always allow calls like this"; a form without the field keeps it. The
+// tool's page lists its scoped grants, and an admin's Revoke ends one
+// (audited); members cannot reach it.
+func TestPolicyMatchable(t *testing.T) {
+	l := newLoop(t)
+	admin := l.NewBrowser()
+	admin.SignIn("admin")
+	id := toolID(t, l.Env, "system", "run_command")
+	matchable := func() bool {
+		var m bool
+		if err := l.DB.Pool.QueryRow(context.Background(), `SELECT matchable FROM tools WHERE id = $1`, id).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	item := l.pending(t, l.call("system", "run_command", `{"command":"go vet ./..."}`))
+	decide(l.Member, item, "always_matching")
+	_, page := admin.Get("/admin/policies/" + id)
+	if !strings.Contains(page, `name="matchable" value="1" checked`) || !strings.Contains(page, `data-testid="scoped-grant-row"`) ||
+		!strings.Contains(page, `<code><bdi class="untrusted">go vet</bdi></code>`) {
+		t.Fatal("the policy page lacks matchable or the scoped grant")
+	}
+	var grant string
+	if err := l.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM standing_grants WHERE approval_id = $1`, item).Scan(&grant); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := l.Member.PostForm("/admin/policies/"+id+"/grants/"+grant+"/revoke", url.Values{}); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a member revoking from the admin page: %d", resp.StatusCode)
+	}
+	if out := l.check(t, l.call("system", "run_command", `{"command":"go vet ./x"}`)); out["decision"] != "allow" {
+		t.Fatalf("under the scoped grant: %v", out)
+	}
+	if resp, _ := admin.PostForm("/admin/policies/"+id+"/grants/"+grant+"/revoke", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("admin revoke: %d", resp.StatusCode)
+	}
+	var revoked int
+	_ = l.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_events WHERE action = 'grant revoked' AND detail->>'how' = 'revoked by an admin'`).Scan(&revoked)
+	if revoked != 1 {
+		t.Fatalf("%d admin revocations audited", revoked)
+	}
+	if out := l.check(t, l.call("system", "run_command", `{"command":"go vet ./x"}`)); out["decision"] != "pending" {
+		t.Fatalf("after the admin's Revoke: %v", out)
+	}
+	if s, _ := savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "condition": {"size(args) > 5"}}); s != http.StatusSeeOther {
+		t.Fatalf("save: %d", s)
+	}
+	if !matchable() {
+		t.Fatal("a form without the field turned matchable off")
+	}
+	savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "matchable": {"0"}})
+	if matchable() {
+		t.Fatal("unticked, matchable stayed on")
+	}
+	out := l.check(t, l.call("system", "run_command", `{"command":"go vet ./y"}`))
+	if d := out["approval"].(map[string]any)["available_decisions"].([]any); len(d) != 2 {
+		t.Fatalf("decisions with matchable off: %v", d)
+	}
+	savePolicy(t, admin, l.Env, id, url.Values{"mode": {"require_approval"}, "matchable": {"0", "1"}})
+	if !matchable() {
+		t.Fatal("ticked, matchable stayed off")
+	}
+}

@@ -31,6 +31,8 @@ const (
 	ActionCancelled            = "cancelled"
 	ActionAutoApprovedConv     = "auto-approved by conversation grant"
 	ActionAutoApprovedAlways   = "auto-approved by Always allow"
+	ActionAutoApprovedScoped   = "auto-approved by a scoped grant"
+	ActionAlwaysMatching       = "always allowed calls like this"
 	ActionBlockedRepeated      = "blocked after repeated rejections"
 	ActionBlockedByPolicy      = "blocked by policy"
 	ActionClaimed              = "claimed"
@@ -70,8 +72,9 @@ type AuditEvent struct {
 
 // AllActions lists every audit action, for the audit screen's filter.
 var AllActions = []string{
-	ActionRequested, ActionApproved, ActionApprovedConversation, ActionAlwaysAllowed, ActionRejected, ActionExpired,
-	ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionBlockedRepeated,
+	ActionRequested, ActionApproved, ActionApprovedConversation, ActionAlwaysAllowed, ActionAlwaysMatching, ActionRejected,
+	ActionExpired, ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionAutoApprovedScoped,
+	ActionBlockedRepeated,
 	ActionBlockedByPolicy, ActionGrantRevoked, ActionGrantExpired, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,

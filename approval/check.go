@@ -44,6 +44,7 @@ type CheckInput struct {
 	DeniedThreshold    int
 	ConversationGrant  bool // a valid conversation grant exists
 	AlwaysGrant        bool // a valid "Always allow" grant exists
+	ScopedGrant        bool // a valid scoped grant covers these arguments
 }
 
 // Outcome is the check's verdict with its code or its reason.
@@ -51,6 +52,9 @@ type Outcome struct {
 	Verdict Verdict
 	Code    ReasonCode // on Deny
 	Via     Via        // on Allow
+	// Scoped is set when a scoped grant allowed the call (Via is
+	// ViaAlwaysAllow: to the runtime it is an "Always allow").
+	Scoped bool
 }
 
 // Evaluate applies the check's decision order:
@@ -58,7 +62,8 @@ type Outcome struct {
 // else pre-approved or deny, never prompt;
 // allowed by policy (or the condition is false) → allow; rejected too often
 // in this turn → deny; conversation grant → allow; "Always allow" → allow;
-// otherwise a person decides.
+// a scoped grant that covers the arguments → allow; otherwise a person
+// decides.
 func Evaluate(in CheckInput) Outcome {
 	p := in.Policy
 	switch p.Mode {
@@ -99,6 +104,9 @@ func Evaluate(in CheckInput) Outcome {
 	}
 	if p.StandingApproval && in.AlwaysGrant {
 		return Outcome{Verdict: Allow, Via: ViaAlwaysAllow}
+	}
+	if p.ScopedOffered() && in.ScopedGrant {
+		return Outcome{Verdict: Allow, Via: ViaAlwaysAllow, Scoped: true}
 	}
 	return Outcome{Verdict: Pending}
 }

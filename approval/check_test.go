@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -8,6 +9,7 @@ import (
 func TestEvaluate(t *testing.T) {
 	ask := Policy{Mode: ModeRequireApproval, StandingApproval: true, Version: 3}
 	noStanding := Policy{Mode: ModeRequireApproval, StandingApproval: false, Version: 3}
+	matchable := Policy{Mode: ModeRequireApproval, Matchable: true, Version: 3}
 	cond := Policy{Mode: ModeRequireApproval, StandingApproval: true, Condition: "args.amount > 100", Version: 1}
 	cases := []struct {
 		name string
@@ -35,6 +37,11 @@ func TestEvaluate(t *testing.T) {
 		{"AlwaysGrant", CheckInput{Policy: ask, AlwaysGrant: true}, Outcome{Verdict: Allow, Via: ViaAlwaysAllow}},
 		{"GrantIgnoredWithoutStanding", CheckInput{Policy: noStanding, AlwaysGrant: true, ConversationGrant: true}, Outcome{Verdict: Pending}},
 		{"Pending", CheckInput{Policy: ask}, Outcome{Verdict: Pending}},
+		{"ScopedGrant", CheckInput{Policy: ask, ScopedGrant: true}, Outcome{Verdict: Allow, Via: ViaAlwaysAllow, Scoped: true}},
+		{"ScopedGrantMatchableOnly", CheckInput{Policy: matchable, ScopedGrant: true}, Outcome{Verdict: Allow, Via: ViaAlwaysAllow, Scoped: true}},
+		{"ScopedGrantIgnoredWhenNotOffered", CheckInput{Policy: noStanding, ScopedGrant: true}, Outcome{Verdict: Pending}},
+		{"ScopedGrantNeverInRun", CheckInput{Policy: matchable, InPlaybookRun: true, ScopedGrant: true}, Outcome{Verdict: Deny, Code: CodeApprovalUnavailable}},
+		{"ScopedGrantAfterRepeatedRejections", CheckInput{Policy: ask, RejectionsThisTurn: 2, DeniedThreshold: 2, ScopedGrant: true}, Outcome{Verdict: Deny, Code: CodeDeniedRepeated}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,13 +53,21 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestAvailableDecisions(t *testing.T) {
-	if got := AvailableDecisions(true); len(got) != 4 || got[0] != Approve || got[1] != ApproveConversation || got[2] != AlwaysAllow || got[3] != Reject {
-		t.Fatalf("%v", got)
+	for _, c := range []struct {
+		standing, matchable bool
+		want                string
+	}{
+		{true, false, "[approve approve_conversation always always_matching reject]"},
+		{true, true, "[approve approve_conversation always always_matching reject]"},
+		{false, true, "[approve always_matching reject]"},
+		{false, false, "[approve reject]"},
+	} {
+		if got := fmt.Sprint(AvailableDecisions(c.standing, c.matchable)); got != c.want {
+			t.Errorf("standing %v matchable %v: %s, want %s", c.standing, c.matchable, got, c.want)
+		}
 	}
-	if got := AvailableDecisions(false); len(got) != 2 || got[0] != Approve || got[1] != Reject {
-		t.Fatalf("%v", got)
-	}
-	for d, l := range map[Decision]string{Approve: "Approve", ApproveConversation: "Allow in this conversation", AlwaysAllow: "Always allow", Reject: "Reject"} {
+	for d, l := range map[Decision]string{Approve: "Approve", ApproveConversation: "Allow in this conversation", AlwaysAllow: "Always allow",
+		AlwaysMatching: "Always allow calls like this", Reject: "Reject"} {
 		if d.Label() != l {
 			t.Errorf("%s label %q", d, d.Label())
 		}

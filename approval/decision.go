@@ -10,7 +10,10 @@ const (
 	Approve             Decision = "approve"
 	ApproveConversation Decision = "approve_conversation"
 	AlwaysAllow         Decision = "always"
-	Reject              Decision = "reject"
+	// AlwaysMatching allows this call and every later one whose arguments
+	// the confirmed scope covers (GrantScope).
+	AlwaysMatching Decision = "always_matching"
+	Reject         Decision = "reject"
 )
 
 // Label is the button text for d.
@@ -22,6 +25,8 @@ func (d Decision) Label() string {
 		return "Allow in this conversation"
 	case AlwaysAllow:
 		return "Always allow"
+	case AlwaysMatching:
+		return "Always allow calls like this"
 	case Reject:
 		return "Reject"
 	}
@@ -33,20 +38,28 @@ func (d Decision) Scope() Scope {
 	switch d {
 	case ApproveConversation:
 		return ScopeConversation
-	case AlwaysAllow:
+	case AlwaysAllow, AlwaysMatching:
 		return ScopeAlways
 	}
 	return ScopeOnce
 }
 
 // AvailableDecisions is the set of buttons the server offers for a tool.
-// Standing approvals are offered only where the policy allows them.
-func AvailableDecisions(standingApproval bool) []Decision {
-	if standingApproval {
-		return []Decision{Approve, ApproveConversation, AlwaysAllow, Reject}
+// Standing approvals are offered only where the policy allows them;
+// "Always allow calls like this" also where it marks the tool matchable.
+func AvailableDecisions(standingApproval, matchable bool) []Decision {
+	switch {
+	case standingApproval:
+		return []Decision{Approve, ApproveConversation, AlwaysAllow, AlwaysMatching, Reject}
+	case matchable:
+		return []Decision{Approve, AlwaysMatching, Reject}
 	}
 	return []Decision{Approve, Reject}
 }
+
+// ScopedOffered reports whether a policy offers "Always allow calls like
+// this", and so honours the scoped grants given under it.
+func (p Policy) ScopedOffered() bool { return p.StandingApproval || p.Matchable }
 
 // Offered reports whether d is among available.
 func Offered(d Decision, available []string) bool {
@@ -145,6 +158,9 @@ type Policy struct {
 	// MaxGrant is the longest a standing grant of the tool may last; zero
 	// means no limit (until revoked or the policy changes).
 	MaxGrant time.Duration
+	// Matchable offers "Always allow calls like this" even where standing
+	// approval is not offered (the default for shell tools).
+	Matchable bool
 }
 
 // Blocks reports whether p refuses every call: the mode is block, or a

@@ -49,9 +49,12 @@ type PreviewLine struct {
 // top-level key in the order sent, or the shortened raw text when the
 // arguments could not be parsed.
 type ArgumentPreview struct {
-	Parsed   bool          `json:"parsed"`
-	Lines    []PreviewLine `json:"lines,omitempty"`
-	MoreKeys int           `json:"more_keys,omitempty"`
+	Parsed bool `json:"parsed"`
+	// Scope is what "Always allow calls like this" proposes for the call,
+	// when it is offered.
+	Scope    *ScopeProposal `json:"scope,omitempty"`
+	Lines    []PreviewLine  `json:"lines,omitempty"`
+	MoreKeys int            `json:"more_keys,omitempty"`
 	// MoreHidden is set when a key beyond the shown lines, or its value,
 	// holds hidden characters.
 	MoreHidden bool `json:"more_hidden,omitempty"`

@@ -213,6 +213,9 @@ type Answer struct {
 	Decision approval.Decision
 	Reason   string
 	Duration string
+	// Scope is the person's choice within the proposed scope, for
+	// "Always allow calls like this" (see approval.ChooseScope).
+	Scope []string
 }
 
 // Answer records a reviewer's answer as Decide does. A reason typed with an
@@ -230,7 +233,7 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if a.OwnerSubject != reviewer.Subject {
 			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
 		}
-		standing := dec == approval.ApproveConversation || dec == approval.AlwaysAllow
+		standing := dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching
 		if !approval.Offered(dec, a.AvailableDecisions) {
 			if standing {
 				return errStandingNotOffered
@@ -239,10 +242,18 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		}
 		var length time.Duration
 		if standing {
-			if err := holdStandingOffered(ctx, tx, a.ToolID); err != nil {
+			if err := holdStandingOffered(ctx, tx, a.ToolID, dec); err != nil {
 				return err
 			}
 			if length, err = grantLength(ctx, tx, a.ToolID, ans.Duration); err != nil {
+				return err
+			}
+		}
+		var sc chosenScope
+		if dec == approval.AlwaysMatching {
+			// Chosen from what the server proposes for the call as stored,
+			// read before the decision forgets its full text.
+			if sc, err = chooseScope(ctx, tx, a, ans.Scope); err != nil {
 				return err
 			}
 		}
@@ -257,7 +268,8 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		tag, err := tx.Exec(ctx, `
 			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, reviewer_note = $6, decided_at = now()
 			WHERE id = $1 AND status = 'pending' AND expires_at > now() AND $7::text = ANY(available_decisions)
-			  AND (NOT $8 OR EXISTS (SELECT 1 FROM tools t WHERE t.id = approvals.tool_id AND t.standing_approval))`,
+			  AND (NOT $8 OR EXISTS (SELECT 1 FROM tools t WHERE t.id = approvals.tool_id
+				AND (t.standing_approval OR ($7 = 'always_matching' AND t.matchable))))`,
 			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason), reviewerNote(dec, reason), string(dec), standing)
 		if err != nil {
 			return err
@@ -275,9 +287,10 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 				conv = &a.ConversationID
 			}
 			// The grant carries the policy version the person saw when asked.
-			if _, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id, expires_at)
-				VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN now() + make_interval(secs => $6::bigint) END)`,
-				a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID, int64(length/time.Second)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id,
+					expires_at, scope, scope_words)
+				VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN now() + make_interval(secs => $6::bigint) END, $7, $8)`,
+				a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID, int64(length/time.Second), sc.data, sc.words); err != nil {
 				return err
 			}
 		}
@@ -293,6 +306,9 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		}
 		if standing {
 			detail["duration"] = approval.DurationWords(length)
+		}
+		if sc.data != nil {
+			detail["scope_kind"], detail["scope"] = sc.scope.Kind(), sc.scope.Fingerprint()
 		}
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
 			return err
@@ -317,9 +333,10 @@ var errStandingNotOffered = approval.Errorf(approval.KindUnprocessable, approval
 // commits: a policy change either committed first and is seen here, or
 // waits for this decision. The tool is locked before the item, in the
 // order UpdatePolicy and the check take them, so that none deadlocks.
-func holdStandingOffered(ctx context.Context, tx pgx.Tx, toolID int64) error {
+func holdStandingOffered(ctx context.Context, tx pgx.Tx, toolID int64, dec approval.Decision) error {
 	var offered bool
-	err := tx.QueryRow(ctx, `SELECT standing_approval FROM tools WHERE id = $1 FOR SHARE`, toolID).Scan(&offered)
+	err := tx.QueryRow(ctx, `SELECT standing_approval OR ($2 AND matchable) FROM tools WHERE id = $1 FOR SHARE`,
+		toolID, dec == approval.AlwaysMatching).Scan(&offered)
 	if err == nil && !offered {
 		return errStandingNotOffered
 	}
@@ -332,12 +349,13 @@ func holdStandingOffered(ctx context.Context, tx pgx.Tx, toolID int64) error {
 func notOfferedNow(ctx context.Context, tx pgx.Tx, id string, dec approval.Decision) error {
 	var offered, pending bool
 	err := tx.QueryRow(ctx, `SELECT a.status = 'pending' AND a.expires_at > now(),
-		$2::text = ANY(a.available_decisions) AND ($2::text NOT IN ('approve_conversation', 'always') OR t.standing_approval)
+		$2::text = ANY(a.available_decisions) AND ($2::text NOT IN ('approve_conversation', 'always', 'always_matching')
+			OR t.standing_approval OR ($2::text = 'always_matching' AND t.matchable))
 		FROM approvals a JOIN tools t ON t.id = a.tool_id WHERE a.id = $1`, id, string(dec)).Scan(&pending, &offered)
 	if err != nil {
 		return err
 	}
-	if pending && !offered && (dec == approval.ApproveConversation || dec == approval.AlwaysAllow) {
+	if pending && !offered && (dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching) {
 		return errStandingNotOffered
 	}
 	return nil
@@ -416,6 +434,8 @@ func decisionAction(d approval.Decision) string {
 		return approval.ActionApprovedConversation
 	case approval.AlwaysAllow:
 		return approval.ActionAlwaysAllowed
+	case approval.AlwaysMatching:
+		return approval.ActionAlwaysMatching
 	case approval.Reject:
 		return approval.ActionRejected
 	}

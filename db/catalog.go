@@ -49,6 +49,9 @@ type Tool struct {
 	ConnectorKind    string     `db:"connector_kind"`
 	ConnectorDeleted bool       `db:"connector_deleted"`
 	ShellArgument    string     `db:"shell_argument"` // the argument holding a shell command line, or ""
+	// Matchable offers "Always allow calls like this" where standing
+	// approval is not offered.
+	Matchable bool `db:"matchable"`
 }
 
 // Annotations are the tool's hints.
@@ -60,7 +63,7 @@ func (t Tool) Annotations() approval.Annotations {
 // Policy is the tool's policy.
 func (t Tool) Policy() approval.Policy {
 	return approval.Policy{Mode: approval.Mode(t.Mode), StandingApproval: t.StandingApproval,
-		Condition: t.Condition, Version: t.PolicyVersion, MaxGrant: t.MaxGrant()}
+		Condition: t.Condition, Version: t.PolicyVersion, MaxGrant: t.MaxGrant(), Matchable: t.Matchable}
 }
 
 // MaxGrant is the longest a standing grant of the tool may last; zero means
@@ -75,7 +78,7 @@ func (t Tool) MaxGrant() time.Duration {
 const toolSelect = `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 	t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 	t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
-	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument
+	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable
 	FROM tools t JOIN connectors c ON c.name = t.connector`
 
 // SyncConnector upserts a connector and its full tool list. New tools get
@@ -121,8 +124,8 @@ func upsertTool(ctx context.Context, tx pgx.Tx, connector string, t ToolSync) (i
 	a := t.Annotations
 	err = tx.QueryRow(ctx, `
 		INSERT INTO tools (connector, name, display_name, description, read_only_hint, destructive_hint,
-			idempotent_hint, open_world_hint, mode, standing_approval, shell_argument)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			idempotent_hint, open_world_hint, mode, standing_approval, shell_argument, matchable)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11 <> '')
 		ON CONFLICT (connector, name) DO UPDATE SET
 			display_name = EXCLUDED.display_name, description = EXCLUDED.description,
 			shell_argument = EXCLUDED.shell_argument,

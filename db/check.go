@@ -176,7 +176,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 				return err
 			}
 		}
-		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
+		in = f.match(in, args)
 		res.Outcome = approval.Evaluate(in)
 		if req.PlaybookRunID != "" {
 			return recordRunOutcome(ctx, tx, key, req, tool, playbookID, res.Outcome)
@@ -250,7 +250,10 @@ func outcomeRecord(key APIKey, req CheckRequest, args approval.Arguments, tool T
 	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
 		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": *f.ConversationGrant}
 		return &groupEntry{ev: ev, grant: *f.ConversationGrant}, nil
-	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && f.AlwaysGrant != nil:
+	case o.Verdict == approval.Allow && o.Scoped && f.ScopedMatch != nil:
+		ev.Action, ev.Detail = approval.ActionAutoApprovedScoped, scopedDetail(*f.ScopedMatch)
+		return &groupEntry{ev: ev, grant: f.ScopedMatch.ID}, nil
+	case o.Verdict == approval.Allow && o.Via == approval.ViaAlwaysAllow && !o.Scoped && f.AlwaysGrant != nil:
 		ev.Action, ev.Detail = approval.ActionAutoApprovedAlways, map[string]any{"grant_id": *f.AlwaysGrant}
 		return &groupEntry{ev: ev, grant: *f.AlwaysGrant}, nil
 	case o.Verdict == approval.Deny && o.Code == approval.CodeDeniedRepeated:

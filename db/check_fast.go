@@ -22,37 +22,69 @@ import (
 // standing approval; and whether the very call (same key, call id and
 // arguments) has an item a retry must get rather than a second prompt:
 // approved and not yet used, or ended without running (rejected, expired,
-// cancelled). $1 user, $2 conversation, $3 turn, $4 the arguments' digest,
-// $5 tool id, $6 policy version, $7 standing approval offered, $8 API key
-// id, $9 call id (as turnFactsSQL names them; keyAndToolSQL fills them from
-// its own row).
+// cancelled). The user's scoped grants for the tool come in the same scan
+// of the user's grants, as one JSON array (NULL when there are none — the
+// common case costs nothing more): whether one covers the call is for
+// approval.GrantScope.Covers to say, never SQL. $1 user, $2 conversation,
+// $3 turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
+// standing approval offered, $8 API key id, $9 call id, $10 "Always allow
+// calls like this" offered where standing approval is not (as turnFactsSQL
+// names them; keyAndToolSQL fills them from its own row).
 const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
 		WHERE r.owner_subject = {user} AND r.conversation_id = {conv} AND r.turn_id = {turn} AND r.tool_id = {tool}
 		  AND r.arguments_digest = {digest} AND r.status = 'rejected'
 		  AND r.decided_at > COALESCE((SELECT max(p.decided_at) FROM approvals p
 			WHERE p.owner_subject = {user} AND p.conversation_id = {conv} AND p.turn_id = {turn} AND p.tool_id = {tool}
 			  AND p.arguments_digest = {digest} AND p.status IN ('approved', 'consumed')), '-infinity')) AS rejections,
-	g.conversation_grant, g.always_grant,
+	g.conversation_grant, g.always_grant, g.scoped_grants,
 	EXISTS (SELECT 1 FROM approvals a WHERE a.api_key_id = {key} AND a.owner_subject = {user} AND a.conversation_id = {conv}
 		AND a.turn_id = {turn} AND a.call_id = {call} AND a.tool_id = {tool} AND a.arguments_digest = {digest}
 		AND a.status IN ('approved', 'rejected', 'expired', 'cancelled')) AS same_call
-	FROM (SELECT max(id) FILTER (WHERE conversation_id = {conv}) AS conversation_grant,
-			max(id) FILTER (WHERE conversation_id IS NULL) AS always_grant
-		FROM standing_grants WHERE user_subject = {user} AND tool_id = {tool} AND revoked_at IS NULL AND policy_version = {version} AND {standing}
+	FROM (SELECT max(id) FILTER (WHERE conversation_id = {conv} AND scope IS NULL AND {standing}) AS conversation_grant,
+			max(id) FILTER (WHERE conversation_id IS NULL AND scope IS NULL AND {standing}) AS always_grant,
+			jsonb_agg(jsonb_build_object('id', id, 'scope', scope) ORDER BY id) FILTER (WHERE scope IS NOT NULL) AS scoped_grants
+		FROM standing_grants WHERE user_subject = {user} AND tool_id = {tool} AND revoked_at IS NULL AND policy_version = {version}
+		  AND ({standing} OR {matchable})
 		  AND (conversation_id IS NULL OR conversation_id = {conv}) AND (expires_at IS NULL OR expires_at > now())) g`
 
 // turnFactsSQL is turnFactsTemplate on its own: $1 user, $2 conversation,
 // $3 turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
-// standing approval offered, $8 API key id, $9 call id.
+// standing approval offered, $8 API key id, $9 call id, $10 matchable.
 var turnFactsSQL = strings.NewReplacer("{user}", "$1", "{conv}", "$2", "{turn}", "$3", "{digest}", "$4", "{tool}", "$5",
-	"{version}", "$6", "{standing}", "$7", "{key}", "$8", "{call}", "$9").Replace(turnFactsTemplate)
+	"{version}", "$6", "{standing}", "$7", "{key}", "$8", "{call}", "$9", "{matchable}", "$10").Replace(turnFactsTemplate)
 
 // turnFacts is what turnFactsSQL reads.
 type turnFacts struct {
 	Rejections        int    `db:"rejections"`
 	ConversationGrant *int64 `db:"conversation_grant"`
 	AlwaysGrant       *int64 `db:"always_grant"`
-	SameCall          bool   `db:"same_call"`
+	// Scoped are the user's valid scoped grants for the tool (nil: none),
+	// and ScopedMatch the first of them that covers the call (see match).
+	Scoped      []scopedGrant `db:"scoped_grants"`
+	ScopedMatch *scopedGrant  `db:"-"`
+	SameCall    bool          `db:"same_call"`
+}
+
+// scopedGrant is one scoped grant as turnFactsSQL reads it.
+type scopedGrant struct {
+	ID    int64               `json:"id"`
+	Scope approval.GrantScope `json:"scope"`
+}
+
+// match finds the first scoped grant that covers the call (a pure
+// function of the scope and the arguments) and returns the check's input
+// with it.
+func (f *turnFacts) match(in approval.CheckInput, args approval.Arguments) approval.CheckInput {
+	in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
+	f.ScopedMatch = nil
+	for i := range f.Scoped {
+		if f.Scoped[i].Scope.Covers(args) {
+			f.ScopedMatch = &f.Scoped[i]
+			break
+		}
+	}
+	in.ScopedGrant = f.ScopedMatch != nil
+	return in
 }
 
 // checkToolSQL reads the tool of a check outside a playbook run — known,
@@ -82,10 +114,10 @@ func mustReplace(s, old, new string) string {
 // only checks of tools known to ask run it (askingTools); the others are
 // read without the facts, together (keyToolGroupSQL).
 var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
-		f.rejections, f.conversation_grant, f.always_grant, f.same_call
+		f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
 	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
-	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{key}", "k.id",
+	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
 	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
 
@@ -229,7 +261,7 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 		if err != nil {
 			return CheckResult{}, false, err
 		}
-		in.RejectionsThisTurn, in.ConversationGrant, in.AlwaysGrant = f.Rejections, f.ConversationGrant != nil, f.AlwaysGrant != nil
+		in = f.match(in, args)
 		res.Outcome = approval.Evaluate(in)
 	}
 	// A call that may join an earlier item, or whose very call was answered
@@ -256,7 +288,7 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 // readTurnFacts reads turnFactsSQL for tool as the check read it.
 func readTurnFacts(ctx context.Context, q querier, key APIKey, req CheckRequest, tool Tool, digest string) (turnFacts, error) {
 	rows, err := q.Query(ctx, turnFactsSQL, req.User, req.ConversationID, req.TurnID, digest, tool.ID, tool.PolicyVersion,
-		tool.StandingApproval, key.ID, req.CallID)
+		tool.StandingApproval, key.ID, req.CallID, tool.Matchable)
 	if err != nil {
 		return turnFacts{}, err
 	}
@@ -293,4 +325,11 @@ func newApprovalID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// scopedDetail is the audit detail of a call a scoped grant allowed: the
+// grant and the scope it matched, named by its fingerprint — never the
+// words or values it holds.
+func scopedDetail(g scopedGrant) map[string]any {
+	return map[string]any{"grant_id": g.ID, "kind": "scoped", "scope_kind": g.Scope.Kind(), "scope": g.Scope.Fingerprint()}
 }

@@ -39,6 +39,14 @@ type StandingGrant struct {
 	// ConversationTitle is the runtime's label for the conversation the
 	// grant came from, if it sent one.
 	ConversationTitle string `db:"conversation_title"`
+	// ScopeWords says what a scoped grant ("Always allow calls like this")
+	// covers, as the person confirmed it; "" for any other grant.
+	ScopeWords string `db:"scope_words"`
+	// HasScope is set for a scoped grant.
+	HasScope bool `db:"has_scope"`
+	// ToolMatchable is whether the tool offers scoped grants without
+	// standing approval.
+	ToolMatchable bool `db:"tool_matchable"`
 }
 
 // Lapsed says why the grant no longer applies, or "" while it is active.
@@ -48,20 +56,24 @@ func (g StandingGrant) Lapsed() string {
 		return LapsedEnded
 	case g.PolicyVersion != g.ToolVersion:
 		return LapsedPolicyChanged
-	case !g.ToolStanding:
+	case !g.ToolStanding && !(g.HasScope && g.ToolMatchable):
 		return LapsedNotOffered
 	}
 	return ""
 }
 
-// Always reports whether this is an "Always allow" grant.
+// Always reports whether this is an "Always allow" grant, scoped or not.
 func (g StandingGrant) Always() bool { return g.ConversationID == nil }
+
+// Scoped reports whether this is an "Always allow calls like this" grant.
+func (g StandingGrant) Scoped() bool { return g.HasScope }
 
 const grantSelect = `SELECT g.id, g.user_subject, g.tool_id, g.conversation_id, g.policy_version, g.approval_id::text AS approval_id,
 	g.created_at, g.last_used_at, t.connector, t.name AS tool, t.display_name AS tool_display,
 	c.display_name AS connector_display, c.kind AS connector_kind, c.deleted_at IS NOT NULL AS connector_deleted,
 	t.policy_version AS tool_version, t.standing_approval AS tool_standing, a.turn_id AS approval_turn,
-	g.expires_at, COALESCE(g.expires_at <= now(), false) AS ended, COALESCE(a.conversation_title, '') AS conversation_title
+	g.expires_at, COALESCE(g.expires_at <= now(), false) AS ended, COALESCE(a.conversation_title, '') AS conversation_title,
+	g.scope_words, g.scope IS NOT NULL AS has_scope, t.matchable AS tool_matchable
 	FROM standing_grants g JOIN tools t ON t.id = g.tool_id JOIN connectors c ON c.name = t.connector
 	LEFT JOIN approvals a ON a.id = g.approval_id`
 
@@ -126,6 +138,9 @@ func grantEvents(list []StandingGrant, actor approval.Actor, action, how string)
 }
 
 func grantKind(g StandingGrant) string {
+	if g.Scoped() {
+		return "scoped"
+	}
 	if g.Always() {
 		return "always"
 	}
@@ -150,7 +165,8 @@ func (d *DB) RevokeConnectorGrants(ctx context.Context, user User, connector str
 // lapsedWhere matches grants that no longer apply: given under another
 // policy version, for a tool that no longer offers standing approval, or
 // past their end.
-const lapsedWhere = `(g.policy_version <> t.policy_version OR NOT t.standing_approval OR g.expires_at <= now())`
+const lapsedWhere = `(g.policy_version <> t.policy_version OR NOT (t.standing_approval OR (g.scope IS NOT NULL AND t.matchable))
+	OR g.expires_at <= now())`
 
 // ClearLapsedGrants removes the user's grants that no longer apply.
 func (d *DB) ClearLapsedGrants(ctx context.Context, user User) (int, error) {

@@ -28,7 +28,7 @@ type pendingWrite struct {
 // person. What the reviewer is shown about the tool is kept with the item,
 // so that a later catalog sync cannot relabel a call already waiting.
 func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions) *pendingWrite {
-	decisions := approval.AvailableDecisions(tool.StandingApproval)
+	decisions := approval.AvailableDecisions(tool.StandingApproval, tool.Matchable)
 	avail := make([]string, len(decisions))
 	for i, d := range decisions {
 		avail[i] = string(d)
@@ -44,6 +44,11 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		RuntimeDirectory: req.Runtime.WorkingDirectory}}
 	// A shell command is parsed whole here, before the preview shortens it.
 	p.a.Preview.Shell = approval.ShellPreview(args, tool.ShellArgument, req.Runtime.WorkingDirectory)
+	if tool.Policy().ScopedOffered() {
+		if s := approval.ProposeScope(args, tool.ShellArgument); !s.Empty() {
+			p.a.Preview.Scope = &s
+		}
+	}
 	// The preview as readers will read it back: a JSON round trip, which
 	// for one drops empty lists.
 	if b, err := json.Marshal(p.a.Preview); err == nil {

@@ -19,7 +19,7 @@ func (d *DB) ListPolicies(ctx context.Context) ([]PolicyRow, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 		t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 		t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
-		c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.annotations_changed_at
+		c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.annotations_changed_at
 		FROM tools t JOIN connectors c ON c.name = t.connector
 		WHERE t.retired_at IS NULL
 		ORDER BY c.deleted_at IS NOT NULL, c.kind = 'builtin', c.display_name, t.display_name`)
@@ -80,7 +80,8 @@ func (d *DB) PolicyImpact(ctx context.Context, toolID int64) (Impact, error) {
 	err := d.Pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE g.conversation_id IS NULL), count(*) FILTER (WHERE g.conversation_id IS NOT NULL)
 		FROM standing_grants g JOIN tools t ON t.id = g.tool_id
-		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version AND t.standing_approval
+		WHERE g.tool_id = $1 AND g.revoked_at IS NULL AND g.policy_version = t.policy_version
+		  AND (t.standing_approval OR (g.scope IS NOT NULL AND t.matchable))
 		  AND (g.expires_at IS NULL OR g.expires_at > now())`,
 		toolID).Scan(&i.AlwaysGrants, &i.ConversationGrants)
 	if err != nil {
@@ -121,8 +122,8 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 				"Someone changed this tool's policy while you were editing it. Review the current settings and save again.")
 		}
 		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
-			max_grant_seconds = $5, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
-			toolID, string(p.Mode), p.StandingApproval, p.Condition, maxGrantSeconds(p.MaxGrant)); err != nil {
+			max_grant_seconds = $5, matchable = $6, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
+			toolID, string(p.Mode), p.StandingApproval, p.Condition, maxGrantSeconds(p.MaxGrant), p.Matchable); err != nil {
 			return err
 		}
 		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
@@ -139,7 +140,7 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 			}
 		}
 		if !p.StandingApproval {
-			if err := withdrawStanding(ctx, tx, toolID); err != nil {
+			if err := withdrawStanding(ctx, tx, toolID, p.Matchable); err != nil {
 				return err
 			}
 		}
@@ -165,19 +166,23 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 
 // standingDecisions are the answers that only a tool offering standing
 // approval has.
-var standingDecisions = []string{string(approval.ApproveConversation), string(approval.AlwaysAllow)}
+var standingDecisions = []string{string(approval.ApproveConversation), string(approval.AlwaysAllow), string(approval.AlwaysMatching)}
 
 // withdrawStanding removes the standing answers from the tool's pending
 // items, inside the policy change's transaction, and pokes their owners:
 // the server decides the buttons, and a button it would refuse is not
 // drawn (a reload shows the item without them). The rows are locked in id
 // order, as endItems does, so that this never deadlocks with a sweep.
-func withdrawStanding(ctx context.Context, tx pgx.Tx, toolID int64) error {
+func withdrawStanding(ctx context.Context, tx pgx.Tx, toolID int64, matchable bool) error {
+	withdrawn := standingDecisions
+	if matchable { // "Always allow calls like this" stays offered
+		withdrawn = standingDecisions[:2]
+	}
 	rows, err := tx.Query(ctx, `UPDATE approvals u
-		SET available_decisions = array_remove(array_remove(u.available_decisions, ($2::text[])[1]), ($2::text[])[2])
+		SET available_decisions = ARRAY(SELECT d FROM unnest(u.available_decisions) d WHERE NOT d = ANY($2::text[]))
 		WHERE u.status = 'pending' AND u.id IN (SELECT a.id FROM approvals a
 			WHERE a.tool_id = $1 AND a.status = 'pending' AND a.available_decisions && $2::text[] ORDER BY a.id FOR UPDATE)
-		RETURNING u.id::text, u.owner_subject`, toolID, standingDecisions)
+		RETURNING u.id::text, u.owner_subject`, toolID, withdrawn)
 	if err != nil {
 		return err
 	}
@@ -193,7 +198,8 @@ func withdrawStanding(ctx context.Context, tx pgx.Tx, toolID int64) error {
 }
 
 func policyDetail(t Tool) map[string]any {
-	d := map[string]any{"mode": t.Mode, "standing_approval": t.StandingApproval, "condition": t.Condition, "version": t.PolicyVersion}
+	d := map[string]any{"mode": t.Mode, "standing_approval": t.StandingApproval, "condition": t.Condition, "version": t.PolicyVersion,
+		"matchable": t.Matchable}
 	if t.MaxGrantSeconds != nil {
 		d["max_grant_seconds"] = *t.MaxGrantSeconds
 	}

@@ -263,6 +263,7 @@ type keyToolRow struct {
 	readOnly, destructive, idem *bool
 	openWorld, standing, cdel   *bool
 	shell                       *string
+	matchable                   *bool
 	version                     *int32
 	rejections                  *int64
 	sameCall                    *bool
@@ -274,13 +275,13 @@ type keyToolRow struct {
 func (r *keyToolRow) keyToolDest() []any {
 	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
-		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell}
+		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell, &r.matchable}
 }
 
 // dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
 // the turn's facts.
 func (r *keyToolRow) dest() []any {
-	return append(r.keyToolDest(), &r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.sameCall)
+	return append(r.keyToolDest(), &r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.facts.Scoped, &r.sameCall)
 }
 
 // result is what the row says: found is false when there is no tool to
@@ -299,6 +300,6 @@ func (r *keyToolRow) result() (tool Tool, found bool, facts *turnFacts) {
 	tool.ReadOnlyHint, tool.DestructiveHint, tool.IdempotentHint, tool.OpenWorldHint = r.readOnly, r.destructive, r.idem, r.openWorld
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *r.mode, *r.standing, *r.cond, int(*r.version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *r.connDisplay, *r.connKind, *r.cdel
-	tool.ShellArgument = *r.shell
+	tool.ShellArgument, tool.Matchable = *r.shell, *r.matchable
 	return tool, true, facts
 }

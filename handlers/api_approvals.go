@@ -50,6 +50,8 @@ func (h *Handler) toApprovalJSON(a db.Approval) approvalJSON {
 	// The parsed command holds the command itself: the API gives the
 	// runtime the shortened preview only, never the full text.
 	out.Elicitation.Arguments.Shell = nil
+	// The scope proposal is the reviewer's, for the inbox only.
+	out.Elicitation.Arguments.Scope = nil
 	if a.Scope != nil {
 		out.Scope = *a.Scope
 	}

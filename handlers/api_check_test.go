@@ -29,7 +29,7 @@ func TestCheck(t *testing.T) {
 		if a["status"] != "pending" || a["arguments_digest"] != approval.Digest(`{"to":"a@b.c"}`) || a["expires_at"] == nil {
 			t.Fatal(out)
 		}
-		if d := a["available_decisions"].([]any); len(d) != 4 {
+		if d := a["available_decisions"].([]any); len(d) != 5 || d[3] != "always_matching" {
 			t.Fatal(d)
 		}
 		// The time left, by the database's clock, for runtimes whose own

@@ -16,9 +16,9 @@ var auditActionGroups = []struct {
 	Title   string
 	Actions []string
 }{
-	{"Decisions", []string{approval.ActionRequested, approval.ActionApproved, approval.ActionApprovedConversation, approval.ActionAlwaysAllowed,
+	{"Decisions", []string{approval.ActionRequested, approval.ActionApproved, approval.ActionApprovedConversation, approval.ActionAlwaysAllowed, approval.ActionAlwaysMatching,
 		approval.ActionRejected, approval.ActionExpired, approval.ActionCancelled, approval.ActionClaimed}},
-	{"Without asking", []string{approval.ActionAutoApprovedConv, approval.ActionAutoApprovedAlways, approval.ActionBlockedRepeated,
+	{"Without asking", []string{approval.ActionAutoApprovedConv, approval.ActionAutoApprovedAlways, approval.ActionAutoApprovedScoped, approval.ActionBlockedRepeated,
 		approval.ActionBlockedByPolicy}},
 	{"Grants and policies", []string{approval.ActionGrantRevoked, approval.ActionPolicyChanged}},
 	{"Catalog", []string{approval.ActionConnectorSynced, approval.ActionConnectorDeleted, approval.ActionToolRegistered}},

@@ -39,8 +39,10 @@ func TestAuditScenario(t *testing.T) {
 	decide(l.Member, l.pending(t, conv("c2", l.call("calendar", "create_event", args(2)))), "approve_conversation") // requested, approved for conversation
 	l.check(t, conv("c2", l.call("calendar", "create_event", args(3))))                                             // auto-approved by conversation grant
 	l.offerStanding(t, "mail", "delete_message")
-	decide(l.Member, l.pending(t, conv("c3", l.call("mail", "delete_message", args(4)))), "always") // requested, always allowed
-	l.check(t, conv("c4", l.call("mail", "delete_message", args(5))))                               // auto-approved by Always allow
+	decide(l.Member, l.pending(t, conv("c3", l.call("mail", "delete_message", args(4)))), "always")            // requested, always allowed
+	l.check(t, conv("c4", l.call("mail", "delete_message", args(5))))                                          // auto-approved by Always allow
+	decide(l.Member, l.pending(t, conv("c5", l.call("calendar", "create_event", args(1)))), "always_matching") // requested, always allowed calls like this
+	l.check(t, conv("c6", l.call("calendar", "create_event", args(1))))                                        // auto-approved by a scoped grant
 	// The model tries the same arguments again after each rejection: every
 	// try is a new call (a new call id), in the same turn.
 	for i := 0; i < 2; i++ {
@@ -99,9 +101,9 @@ func TestAuditScenario(t *testing.T) {
 	l.Member.PostForm("/auth/logout", url.Values{})                                               // sign-out
 
 	want := map[string]int{
-		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 7, "approved": 1, "claimed": 1,
+		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 8, "approved": 1, "claimed": 1,
 		"approved for conversation": 1, "auto-approved by conversation grant": 1, "always allowed": 1,
-		"auto-approved by Always allow": 1, "rejected": 2, "blocked after repeated rejections": 1, "expired": 1,
+		"auto-approved by Always allow": 1, "always allowed calls like this": 1, "auto-approved by a scoped grant": 1, "rejected": 2, "blocked after repeated rejections": 1, "expired": 1,
 		"cancelled": 1, "grant revoked": 1, "grant expired": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,

@@ -188,7 +188,7 @@ func TestDestructiveToolsStartWithoutStanding(t *testing.T) {
 		t.Fatal("no reason given for the missing standing decisions")
 	}
 	// The runtime's own word on a non-destructive tool still counts.
-	if out := l.check(t, l.call("calendar", "create_event", `{}`)); len(out["approval"].(map[string]any)["available_decisions"].([]any)) != 4 {
+	if out := l.check(t, l.call("calendar", "create_event", `{}`)); len(out["approval"].(map[string]any)["available_decisions"].([]any)) != 5 {
 		t.Fatal("a non-destructive tool lost standing approval")
 	}
 }

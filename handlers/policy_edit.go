@@ -21,7 +21,7 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 		return err
 	}
 	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
-	f.MaxGrant = t.MaxGrant()
+	f.MaxGrant, f.Matchable = t.MaxGrant(), t.Matchable
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
 	if err != nil {
 		return err
@@ -46,5 +46,14 @@ func (h *Handler) policyForm(c echo.Context, t db.Tool) (views.PolicyForm, error
 		return f, err
 	}
 	f.Arguments, f.Examples = conditionHelp(keys)
+	grants, err := h.DB.ScopedGrantsForTool(c.Request().Context(), t.ID)
+	if err != nil {
+		return f, err
+	}
+	for _, g := range grants {
+		f.ScopedGrants = append(f.ScopedGrants, views.ScopedGrantRow{ID: g.ID, User: g.UserName, Scope: g.ScopeWords,
+			GrantedAt: g.CreatedAt, EndsAt: g.ExpiresAt, LastUsedAt: g.LastUsedAt})
+	}
+	f.Now = h.Now()
 	return f, nil
 }

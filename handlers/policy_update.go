@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,12 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 	}
 	f.Mode = approval.Mode(c.Request().PostFormValue("mode"))
 	f.Standing = c.Request().PostFormValue("standing_approval") == "1"
+	// The checkbox follows a hidden "0": a form without the field keeps
+	// the tool's setting.
+	f.Matchable = t.Matchable
+	if sent, ok := c.Request().PostForm["matchable"]; ok {
+		f.Matchable = slices.Contains(sent, "1")
+	}
 	f.Condition = strings.TrimSpace(c.Request().PostFormValue("condition"))
 	f.Sample = c.Request().PostFormValue("sample")
 	f.Version, _ = strconv.Atoi(c.Request().PostFormValue("version"))
@@ -52,12 +59,13 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 			return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
 		}
 	}
-	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition, MaxGrant: f.MaxGrant}
+	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition, MaxGrant: f.MaxGrant, Matchable: f.Matchable}
 	if action == "test" {
 		f.TestResult, f.TestTone = testPolicy(p, f.Sample)
 		return Render(c, http.StatusOK, views.PolicyEdit(f))
 	}
-	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition && p.MaxGrant == t.MaxGrant() {
+	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition && p.MaxGrant == t.MaxGrant() &&
+		p.Matchable == t.Matchable {
 		h.flash(c, "No changes to "+t.DisplayName+".", false)
 		return redirect(c, "/admin/policies")
 	}
@@ -101,6 +109,9 @@ func policyChanges(t db.Tool, p approval.Policy) string {
 	}
 	if t.StandingApproval != p.StandingApproval {
 		parts = append(parts, "standing approval "+offered(t.StandingApproval)+" → "+offered(p.StandingApproval))
+	}
+	if t.Matchable != p.Matchable {
+		parts = append(parts, "“Always allow calls like this” "+offered(t.Matchable)+" → "+offered(p.Matchable))
 	}
 	switch {
 	case t.Condition == p.Condition:

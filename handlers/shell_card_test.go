@@ -71,7 +71,7 @@ func parseHTML(t *testing.T, body string) *html.Node {
 }
 
 // cardOf is the inbox card of one item.
-func cardOf(t *testing.T, doc *html.Node, id string) *html.Node {
+func shellCardNode(t *testing.T, doc *html.Node, id string) *html.Node {
 	t.Helper()
 	for _, c := range testIDs(doc, "approval-card") {
 		if attr(c, "data-approval-id") == id {
@@ -151,9 +151,9 @@ func TestShellCommandCard(t *testing.T) {
 		t.Fatalf("API answer: %d %v", s, out)
 	}
 	_, body := l.Member.Get("/")
-	checkShellCard(t, cardOf(t, parseHTML(t, body), id))
+	checkShellCard(t, shellCardNode(t, parseHTML(t, body), id))
 	_, body = l.Member.Get("/approvals/" + id)
-	checkShellCard(t, cardOf(t, parseHTML(t, body), id))
+	checkShellCard(t, shellCardNode(t, parseHTML(t, body), id))
 
 	// Decided, the request page keeps the parse shown at decision time.
 	if s, _ := decide(l.Member, id, "reject"); s != http.StatusSeeOther && s != http.StatusOK {
@@ -168,7 +168,7 @@ func TestShellCommandCard(t *testing.T) {
 	// A command that does not parse is shown raw, with the note.
 	bad := l.pending(t, l.call("system", "run_command", `{"command":"echo \"unterminated && rm -rf ~"}`))
 	_, body = l.Member.Get("/")
-	card := cardOf(t, parseHTML(t, body), bad)
+	card := shellCardNode(t, parseHTML(t, body), bad)
 	if u := testIDs(card, "shell-unparsed"); len(u) != 1 || !strings.Contains(nodeText(u[0]), "could not be parsed — read it whole") {
 		t.Fatal("no could-not-be-parsed note")
 	}
@@ -179,7 +179,7 @@ func TestShellCommandCard(t *testing.T) {
 	// Hidden characters in a word show as markers inside the parse too.
 	hidden := l.pending(t, l.call("system", "run_command", `{"command":"git checkout ma\u202ein"}`))
 	_, body = l.Member.Get("/")
-	card = cardOf(t, parseHTML(t, body), hidden)
+	card = shellCardNode(t, parseHTML(t, body), hidden)
 	words := testIDs(card, "shell-words")
 	if len(words) != 1 || !strings.Contains(nodeText(words[0]), "⟨U+202E⟩") || strings.ContainsRune(nodeText(words[0]), '\u202e') {
 		t.Fatalf("hidden character in a word: %q", nodeText(words[0]))
@@ -188,7 +188,7 @@ func TestShellCommandCard(t *testing.T) {
 	// A tool that names no shell argument gets no parse.
 	plain := l.pending(t, l.call("files", "delete_file", `{"command":"rm -rf ~"}`))
 	_, body = l.Member.Get("/")
-	if len(testIDs(cardOf(t, parseHTML(t, body), plain), "shell-view")) != 0 {
+	if len(testIDs(shellCardNode(t, parseHTML(t, body), plain), "shell-view")) != 0 {
 		t.Fatal("a tool without a shell argument got a parse")
 	}
 }
@@ -206,14 +206,14 @@ func TestShellArgumentRegistration(t *testing.T) {
 	put(map[string]any{"annotations": map[string]any{"destructiveHint": true}, "shell_argument": "command", "connector_kind": "builtin"})
 	id := l.pending(t, l.call("claude-code", "Bash", `{"command":"git status && rm -rf ~","description":"status"}`))
 	_, body := l.Member.Get("/")
-	card := cardOf(t, parseHTML(t, body), id)
+	card := shellCardNode(t, parseHTML(t, body), id)
 	if len(testIDs(card, "shell-command")) != 2 || len(testIDs(card, "shell-flag")) == 0 {
 		t.Fatal("the registered shell argument is not parsed")
 	}
 	put(map[string]any{"annotations": map[string]any{"destructiveHint": true}})
 	id = l.pending(t, l.call("claude-code", "Bash", `{"command":"git status && rm -rf ~"}`))
 	_, body = l.Member.Get("/")
-	if len(testIDs(cardOf(t, parseHTML(t, body), id), "shell-view")) != 0 {
+	if len(testIDs(shellCardNode(t, parseHTML(t, body), id), "shell-view")) != 0 {
 		t.Fatal("a registration without shell_argument kept it")
 	}
 	if s, out := l.API(l.Key, http.MethodPut, "/api/v1/connectors/x/tools/y", map[string]any{"shell_argument": "a\nb"}); s != http.StatusBadRequest {

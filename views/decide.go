@@ -2,6 +2,7 @@ package views
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -19,7 +20,8 @@ func (c ApprovalCard) Offers(d approval.Decision) bool {
 
 // Standing reports whether a standing decision is offered.
 func (c ApprovalCard) Standing() bool {
-	return c.Offers(approval.ApproveConversation) || c.Offers(approval.AlwaysAllow)
+	return c.Offers(approval.ApproveConversation) || c.Offers(approval.AlwaysAllow) ||
+		(c.Offers(approval.AlwaysMatching) && c.Preview.Scope != nil)
 }
 
 // NeedsConfirm reports whether a standing decision asks a second time: for
@@ -99,3 +101,5 @@ func durationLabel(d time.Duration) string {
 	}
 	return approval.DurationWords(d)
 }
+
+func joinWords(ws []string) string { return strings.Join(ws, " ") }

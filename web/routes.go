@@ -77,6 +77,7 @@ func (s *Server) routes() {
 	admin.GET("/policies", h.PolicyList)
 	admin.GET("/policies/:id", h.PolicyEdit)
 	admin.POST("/policies/:id", h.PolicyUpdate)
+	admin.POST("/policies/:id/grants/:grant/revoke", h.PolicyGrantRevoke)
 	admin.GET("/audit", h.AuditList)
 	admin.GET("/audit.csv", h.AuditExport)
 	admin.GET("/audit/verify", h.AuditVerify)

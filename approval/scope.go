@@ -1,0 +1,206 @@
+package approval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path"
+	"slices"
+)
+
+// GrantScope is what a scoped grant ("Always allow calls like this")
+// covers, as data: exactly one of Shell and Args is set. It is checked by
+// Covers, a pure function, against every later call's arguments.
+type GrantScope struct {
+	Shell *ShellScope `json:"shell,omitempty"`
+	Args  *ArgsScope  `json:"args,omitempty"`
+}
+
+// ShellScope covers a shell command line held in Argument when every
+// simple command in it is covered by one of Rules.
+type ShellScope struct {
+	Argument string      `json:"argument"`
+	Rules    []ShellRule `json:"rules"`
+}
+
+// ShellRule covers a simple command whose words start with Words (a prefix
+// of at least two words), or, when Exact, are exactly Words.
+type ShellRule struct {
+	Words []string `json:"words"`
+	Exact bool     `json:"exact,omitempty"`
+}
+
+// ArgsScope covers arguments whose keys are all among Fixed and Free, with
+// every Fixed key present and its value's digest (ValueDigest) equal to
+// the one kept: the values themselves are not stored (invariant 7).
+type ArgsScope struct {
+	Fixed map[string]string `json:"fixed"`
+	Free  []string          `json:"free,omitempty"`
+}
+
+// Scope size limits: a rule longer than this is not offered.
+const (
+	ScopeMaxWords = 32
+	ScopeMaxChars = 1024
+)
+
+// neverCovered are commands that run other commands, change who runs them
+// or read a command from their arguments: no scope covers them, exact or
+// not, so that `sudo npm test`, `eval …` or `bash -c '…'` always ask.
+var neverCovered = map[string]bool{
+	"sudo": true, "doas": true, "su": true, "pkexec": true, "runuser": true, "eval": true, "exec": true,
+	"source": true, ".": true, "command": true, "builtin": true, "env": true, "xargs": true, "nohup": true,
+	"nice": true, "ionice": true, "timeout": true, "time": true, "watch": true, "strace": true, "chroot": true,
+	"unshare": true, "setsid": true, "stdbuf": true, "script": true, "parallel": true, "busybox": true,
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "csh": true, "tcsh": true,
+}
+
+// exactOnly are commands whose later arguments can run or delete
+// anything (`find . -exec …`, `-delete`): only the exact command is
+// offered, never a prefix.
+var exactOnly = map[string]bool{
+	"find": true, "rm": true, "dd": true, "mkfs": true, "chmod": true, "chown": true, "curl": true, "wget": true,
+	"ssh": true, "scp": true, "rsync": true, "python": true, "python3": true, "node": true, "perl": true, "ruby": true,
+}
+
+// coverable says whether any scope may cover c, and if not, why in words.
+func coverable(c ShellCommand) (bool, string) {
+	switch {
+	case c.Depth > 0 || c.In != "":
+		return false, "it runs " + c.In.Words() + ": never covered"
+	case len(c.Redirects) > 0:
+		return false, "redirections are never covered"
+	case len(c.Words) == 0:
+		return false, "nothing to run"
+	}
+	for _, w := range c.Words {
+		switch {
+		case w.Assign:
+			return false, "variable assignments are never covered"
+		case !w.Literal:
+			return false, "words computed when it runs (variables, substitutions) are never covered"
+		case w.hidden || HasHidden(w.Value, SingleLine):
+			return false, "hidden characters are never covered"
+		}
+	}
+	if neverCovered[path.Base(c.Words[0].Value)] {
+		return false, "“" + c.Words[0].Value + "” runs other commands: never covered"
+	}
+	return true, ""
+}
+
+// covers reports whether rule r covers the simple command c.
+func (r ShellRule) covers(c ShellCommand) bool {
+	if ok, _ := coverable(c); !ok || len(r.Words) == 0 || len(c.Words) < len(r.Words) {
+		return false
+	}
+	if !r.Exact && (len(r.Words) < 2 || exactOnly[path.Base(r.Words[0])]) {
+		return false // a prefix this short is never offered: never honoured either
+	}
+	if r.Exact && len(c.Words) != len(r.Words) {
+		return false
+	}
+	for i, w := range r.Words {
+		if c.Words[i].Value != w {
+			return false
+		}
+	}
+	return true
+}
+
+// Covers reports whether the scope covers a call with these arguments. It
+// fails closed: arguments that are not one JSON object, a shell command
+// that does not parse or holds a part it cannot read, and a malformed
+// scope are not covered.
+func (s GrantScope) Covers(a Arguments) bool {
+	if !a.Parsed || (s.Shell == nil) == (s.Args == nil) {
+		return false
+	}
+	if s.Shell != nil {
+		return s.Shell.covers(a)
+	}
+	return s.Args.covers(a)
+}
+
+func (s *ShellScope) covers(a Arguments) bool {
+	if len(s.Rules) == 0 {
+		return false
+	}
+	cmd, ok := stringMember(a, s.Argument)
+	if !ok {
+		return false
+	}
+	v := ParseShell(cmd, "")
+	if !v.Parsed || v.Incomplete || len(v.Commands) == 0 {
+		return false
+	}
+	// A chain is covered only when every simple command in it is.
+	for _, c := range v.Commands {
+		if !slices.ContainsFunc(s.Rules, func(r ShellRule) bool { return r.covers(c) }) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *ArgsScope) covers(a Arguments) bool {
+	seen := 0
+	for _, m := range a.Members {
+		want, fixed := s.Fixed[m.Key]
+		switch {
+		case fixed:
+			if got, ok := ValueDigest(m.Value); !ok || got != want {
+				return false
+			}
+			seen++
+		case !slices.Contains(s.Free, m.Key):
+			return false // a key the scope does not name (an added cc) is not covered
+		}
+	}
+	return seen == len(s.Fixed)
+}
+
+// stringMember is the string value of key in a, if a has it as a string.
+func stringMember(a Arguments, key string) (string, bool) {
+	for _, m := range a.Members {
+		if m.Key == key {
+			if m.Value.Kind() != '"' {
+				return "", false
+			}
+			return valueText(m.Value), true
+		}
+	}
+	return "", false
+}
+
+// ValueDigest is the identity of one argument value: "sha256:" and the
+// hex SHA-256 of its canonical form, so that the same value in another
+// spelling (escapes, spacing, key order) is the same.
+func ValueDigest(v []byte) (string, bool) {
+	c, err := Canonical(v)
+	if err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(c)
+	return "sha256:" + hex.EncodeToString(sum[:]), true
+}
+
+// Fingerprint identifies a scope without its contents: "sha256:" and the
+// hex SHA-256 of its JSON. Audit lines name a scope by it (and by its
+// grant), never by the words or values it holds (invariant 7).
+func (s GrantScope) Fingerprint() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Kind is "shell" or "arguments".
+func (s GrantScope) Kind() string {
+	if s.Shell != nil {
+		return "shell"
+	}
+	return "arguments"
+}

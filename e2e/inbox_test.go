@@ -20,7 +20,7 @@ func TestSignInSeesInbox(t *testing.T) {
 	if got := text(t, ctx, `[data-testid="user-name"]`); got != dev.DemoMember.Name {
 		t.Fatalf("signed in as %q", got)
 	}
-	if got := text(t, ctx, "h1"); got != "Inbox" {
+	if got := text(t, ctx, "h1"); got != "Inbox none waiting" {
 		t.Fatalf("heading %q", got)
 	}
 	if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('[data-testid="inbox-empty"]')).display !== 'none'`) {

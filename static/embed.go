@@ -20,6 +20,8 @@ const (
 	// expanding in place, and a request page's live reload.
 	Expand  = "expand.js"
 	Request = "request.js"
+	// Keys is the inbox's keyboard (j/k, a, r, x, ?).
+	Keys = "keys.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -278,3 +278,16 @@ func hiddenNote(l approval.PreviewLine) string {
 
 // Truncated reports whether more calls wait than the list shows.
 func (v InboxView) Truncated() bool { return v.Waiting > len(v.Pending) }
+
+// Count is how many calls wait for the person: all of them, also when the
+// list stops short.
+func (v InboxView) Count() int { return max(v.Waiting, len(v.Pending)) }
+
+// waitingWords is the inbox heading's count: "3 waiting", or "none
+// waiting".
+func waitingWords(n int) string {
+	if n == 0 {
+		return "none waiting"
+	}
+	return itoa(n) + " waiting"
+}

@@ -87,7 +87,7 @@ func TestLiveInbox(t *testing.T) {
 			t.Fatalf("keys %v", keys)
 		}
 		buttons := eval[[]string](t, ctx, `[...document.querySelectorAll('`+card(id)+` button')].map(e => e.textContent)`)
-		if strings.Join(buttons, "|") != "Approve|Allow in this conversation|Always allow|Reject" {
+		if strings.Join(buttons, "|") != "Approve|Reject|Allow in this conversation|Always allow" {
 			t.Fatalf("buttons %v", buttons)
 		}
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(card(id)+` button[value="approve"]`))); err != nil {

@@ -22,6 +22,8 @@ const (
 	Request = "request.js"
 	// Keys is the inbox's keyboard (j/k, a, r, x, ?).
 	Keys = "keys.js"
+	// Panes is the dense inbox: the compact list beside the cards.
+	Panes = "panes.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -18,7 +18,7 @@ let selectedID = '';
 let lastIndex = 0;
 
 function cards() {
-  return Array.from(document.querySelectorAll('li[data-approval-id]')).filter((li) => !li.closest('#pending-new'));
+  return Array.from(document.querySelectorAll('li[data-approval-id]')).filter((li) => !li.hidden && !li.closest('#pending-new'));
 }
 function selected() {
   return selectedID ? document.querySelector('li[data-approval-id="' + CSS.escape(selectedID) + '"]') : null;
@@ -69,7 +69,11 @@ function watch() {
 function select(li, focus, scroll) {
   const old = selected();
   if (old) { old.classList.remove('is-selected'); old.removeAttribute('aria-current'); }
-  if (!li) { selectedID = ''; return; }
+  if (!li) {
+    selectedID = '';
+    document.dispatchEvent(new CustomEvent('countersign:selected', { detail: { id: '' } }));
+    return;
+  }
   selectedID = li.getAttribute('data-approval-id');
   lastIndex = Math.max(0, cards().indexOf(li));
   seen.set(selectedID, { top: false, end: false, at: performance.now() });
@@ -80,8 +84,12 @@ function select(li, focus, scroll) {
     const tall = li.getBoundingClientRect().height > (window.innerHeight || 0);
     li.scrollIntoView({ block: tall ? 'start' : 'nearest' });
   }
-  const link = li.querySelector('.card-link');
+  // In the dense inbox focus goes to the call's row in the list (Enter
+  // there opens it); elsewhere to the card's own link.
+  const row = document.querySelector('#pending-rows li[data-row-for="' + CSS.escape(selectedID) + '"]:not([hidden]) a');
+  const link = row && row.offsetParent !== null ? row : li.querySelector('.card-link');
   if (focus && link) { link.focus({ preventScroll: true }); }
+  document.dispatchEvent(new CustomEvent('countersign:selected', { detail: { id: selectedID } }));
   watch();
 }
 
@@ -243,6 +251,13 @@ document.addEventListener('click', (e) => {
   if (li && li.getAttribute('data-approval-id') !== selectedID && !li.closest('#pending-new')) {
     select(li, false, false);
   }
+});
+
+// A row clicked in the compact list selects its card beside the list.
+document.addEventListener('countersign:select', (e) => {
+  const id = e.detail && e.detail.id;
+  const li = id && document.querySelector('li[data-approval-id="' + CSS.escape(id) + '"]');
+  if (li) { select(li, false, true); }
 });
 
 // On a request's page its one card is selected from the start.

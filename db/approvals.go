@@ -213,6 +213,9 @@ type Answer struct {
 	Decision approval.Decision
 	Reason   string
 	Duration string
+	// BatchID names the batch the answer was given in (empty: alone); each
+	// item of a batch is decided on its own, its audit line naming it.
+	BatchID string
 }
 
 // Answer records a reviewer's answer as Decide does. A reason typed with an
@@ -293,6 +296,9 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		}
 		if standing {
 			detail["duration"] = approval.DurationWords(length)
+		}
+		if ans.BatchID != "" {
+			detail["batch_id"] = ans.BatchID
 		}
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
 			return err

@@ -24,6 +24,8 @@ const (
 	Keys = "keys.js"
 	// Panes is the dense inbox: the compact list beside the cards.
 	Panes = "panes.js"
+	// Batch decides the calls picked in the list in one step.
+	Batch = "batch.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -150,7 +150,7 @@ function reject() {
 function pick() {
   reselect();
   const li = selected();
-  const box = li && li.querySelector('input[data-batch-pick]');
+  const box = li && document.querySelector('#pending-rows li[data-row-for="' + CSS.escape(selectedID) + '"]:not([hidden]) input[data-batch-pick]');
   if (!box) { say(li ? 'This call cannot be decided in a batch here.' : 'Select a call first: press j.'); return; }
   box.click();
 }

@@ -44,6 +44,10 @@ type ApprovalCard struct {
 	ExpiresAt time.Time
 	Now       time.Time
 	CSRFToken string
+	// LikeKey names the calls "like this" one: the same key, tool and
+	// arguments (by digest). The list offers to select them all for a
+	// batch.
+	LikeKey string
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

@@ -16,8 +16,10 @@ const gistChars = 140
 // argument as "key: value" in the order sent (line breaks and runs of
 // space as one space), or the raw text when it is not a JSON object. It
 // ends with "…" when it is longer than a row holds.
-func (c ApprovalCard) Gist() string {
-	p := c.Preview
+func (c ApprovalCard) Gist() string { return Gist(c.Preview) }
+
+// Gist is a preview's one-line gist (see ApprovalCard.Gist).
+func Gist(p approval.ArgumentPreview) string {
 	var parts []string
 	switch {
 	case p.Removed:

@@ -54,6 +54,7 @@ func (s *Server) routes() {
 	user.GET("/approvals/:id", h.ApprovalShow)
 	user.GET("/approvals/:id/values/:n", h.ApprovalValue)
 	user.POST("/approvals/:id/decision", h.ApprovalDecide)
+	user.POST("/approvals/batch", h.ApprovalBatch)
 	user.GET("/events", h.Events)
 	user.POST("/auth/logout", h.Logout)
 	user.GET("/auto-approve", h.AutoApproveList)

@@ -83,7 +83,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 	r := views.DecidedRow{ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID, Status: a.Status,
-		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now(), Agent: agentOf(a)}
+		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now(), Agent: agentOf(a), Gist: views.Gist(a.Preview)}
 	if a.Scope != nil {
 		r.Scope = *a.Scope
 	}

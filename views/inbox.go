@@ -64,6 +64,7 @@ type DecidedRow struct {
 	Reason            string
 	Note              string    // typed with an approval: the reviewer's own note
 	Agent             AgentView // who asked
+	Gist              string    // what the call did, on one line
 	CreatedAt         time.Time
 	DecidedAt         time.Time
 	Now               time.Time
@@ -294,4 +295,22 @@ func waitingWords(n int) string {
 		return "none waiting"
 	}
 	return itoa(n) + " waiting"
+}
+
+// Unanswered reports whether the call ended without anyone's answer
+// (expired, or cancelled before a decision).
+func (r DecidedRow) Unanswered() bool {
+	return r.Status == approval.StatusExpired || (r.Status == approval.StatusCancelled && r.Scope == "")
+}
+
+// RecentLabel is the outcome as the recent decisions list it: a call that
+// nobody answered is said so, not shown as a decision.
+func (r DecidedRow) RecentLabel() (string, string) {
+	switch {
+	case r.Status == approval.StatusExpired:
+		return "Expired — nobody answered", "warn"
+	case r.Unanswered():
+		return "Cancelled — before anyone answered", ""
+	}
+	return r.Outcome()
 }

@@ -148,7 +148,7 @@ func TestDenseInbox(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Sleep(300*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = chromedp.Do(ctx, chromedp.EmulateReset()) }()
+		defer desktop(ctx)
 		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#pending-list')).display === 'none' && document.querySelector('#pending-rows').getBoundingClientRect().height > 0`) {
 			t.Fatal("a phone does not show the list alone")
 		}

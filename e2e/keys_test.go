@@ -245,7 +245,7 @@ func TestDecisionLayout(t *testing.T) {
 			}
 		}
 		shot(t, ctx, "act-request-phone")
-		_ = chromedp.Do(ctx, chromedp.EmulateReset())
+		desktop(ctx)
 	})
 	_, _ = res, resCal
 }

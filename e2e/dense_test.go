@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/dev"
@@ -143,6 +145,17 @@ func TestDenseInbox(t *testing.T) {
 		}
 	})
 	checkAxe(t, ctx, "dense inbox")
+	t.Run("DarkMode", func(t *testing.T) {
+		if err := chromedp.Do(ctx, dark(true)); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = chromedp.Do(ctx, dark(false)) }()
+		if bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(15, 20, 27)" {
+			t.Fatalf("dark mode background %s", bg)
+		}
+		checkAxe(t, ctx, "dense inbox, dark")
+		shot(t, ctx, "act-inbox-1280-dark")
+	})
 
 	t.Run("PhoneListOnly", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Sleep(300*time.Millisecond)); err != nil {
@@ -160,5 +173,17 @@ func TestDenseInbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitURL(t, ctx, "/approvals/"+want)
+	})
+}
+
+// dark asks the page for dark mode (prefers-color-scheme), or stops.
+func dark(on bool) chromedp.Action[chromedp.Void] {
+	v := "light"
+	if on {
+		v = "dark"
+	}
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+		return err
 	})
 }

@@ -154,6 +154,17 @@ func TestInboxKeys(t *testing.T) {
 		_ = res
 	})
 
+	t.Run("XSelectsForABatch", func(t *testing.T) {
+		n := 0
+		press(t, ctx, &n, "k", "x")
+		until(t, ctx, `document.querySelectorAll('#pending-rows input[data-batch-pick]:checked').length === 1 && !document.querySelector('[data-testid="batch-bar"]').hidden`, "x did not select the call for a batch")
+		if !eval[bool](t, ctx, `document.querySelector('#pending-rows li.is-selected input[data-batch-pick]').checked`) {
+			t.Fatal("x selected another call than the one selected")
+		}
+		press(t, ctx, &n, "x")
+		until(t, ctx, `document.querySelectorAll('#pending-rows input[data-batch-pick]:checked').length === 0`, "x again did not unselect it")
+	})
+
 	t.Run("HelpLists", func(t *testing.T) {
 		n := 0
 		press(t, ctx, &n, "?")
@@ -245,6 +256,13 @@ func TestDecisionLayout(t *testing.T) {
 			}
 		}
 		shot(t, ctx, "act-request-phone")
+		checkAxe(t, ctx, "request page on a phone")
+		if err := chromedp.Do(ctx, dark(true)); err != nil {
+			t.Fatal(err)
+		}
+		checkAxe(t, ctx, "request page on a phone, dark")
+		shot(t, ctx, "act-request-phone-dark")
+		_ = chromedp.Do(ctx, dark(false))
 		desktop(ctx)
 	})
 	_, _ = res, resCal

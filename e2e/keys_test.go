@@ -265,7 +265,33 @@ func TestDecisionLayout(t *testing.T) {
 		_ = chromedp.Do(ctx, dark(false))
 		desktop(ctx)
 	})
-	_, _ = res, resCal
+
+	t.Run("AWaitsForTheWholeCall", func(t *testing.T) {
+		waitInbox(t, ctx, e, 2)
+		n := 0
+		press(t, ctx, &n, "j")
+		if got := text(t, ctx, `#pending-list li.is-selected [data-testid="tool-name"]`); got != "Send email" {
+			t.Fatalf("selected %q", got)
+		}
+		if eval[bool](t, ctx, `document.querySelector('#pending-list li.is-selected form.decide').getBoundingClientRect().top <= innerHeight`) {
+			t.Fatal("the card fits the screen: it cannot show the rule")
+		}
+		time.Sleep(600 * time.Millisecond)
+		press(t, ctx, &n, "a")
+		until(t, ctx, `(document.querySelector('[data-testid="keys-status"]') || {}).textContent.includes('has not been on screen')`, "a on a call not read to its end did not say why")
+		time.Sleep(300 * time.Millisecond)
+		if s := statusOf(t, e, c.CallID); s != "pending" {
+			t.Fatal("a approved a call not read to its end:", s)
+		}
+		// Read on to the end of the call: now a approves it.
+		eval[bool](t, ctx, `(document.querySelector('#pending-list li.is-selected form.decide').scrollIntoView({block: 'center'}), true)`)
+		time.Sleep(100 * time.Millisecond)
+		press(t, ctx, &n, "a")
+		if r := result(t, res); !r.Out.Allowed {
+			t.Fatal("a did not approve the call read to its end:", r)
+		}
+	})
+	_ = resCal
 }
 
 // shot saves what the viewport shows as name.png when COUNTERSIGN_SHOTS

@@ -190,9 +190,10 @@ func TestDecisionLayout(t *testing.T) {
 	body := strings.Repeat("The quarterly figures are attached for your review before Friday. ", 60)
 	c := memberCall("layout-1", "mail", "send_email", `{"to":"finance@acme.example","subject":"Q4","body":"`+body+`"}`)
 	res := gate(rt, c)
+	// One after the other, so that the mail expires, and is listed, first.
+	approvalID(t, e, c.CallID)
 	cal := memberCall("layout-2", "calendar", "create_event", `{"title":"Offsite"}`)
 	resCal := gate(rt, cal)
-	approvalID(t, e, c.CallID)
 	approvalID(t, e, cal.CallID)
 	waitInbox(t, ctx, e, 2)
 

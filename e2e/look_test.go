@@ -1,0 +1,25 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/countersign/countersign/internal/testenv"
+)
+
+// The admin navigation fits one line at 1280 px.
+func TestAdminNavOneLine(t *testing.T) {
+	e := testenv.NewEnv(t)
+	ctx := newTab(t)
+	signIn(t, ctx, e, "admin")
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/admin/policies"), chromedp.WaitVisible(chromedp.CSS(`h1`))); err != nil {
+		t.Fatal(err)
+	}
+	tops := eval[[]float64](t, ctx, `[...new Set([...document.querySelectorAll('.nav a')].map(a => Math.round(a.getBoundingClientRect().top)))]`)
+	if len(tops) != 1 {
+		t.Fatalf("the navigation takes %d lines at %v px", len(tops), eval[float64](t, ctx, `innerWidth`))
+	}
+	if eval[bool](t, ctx, `document.querySelector('.topbar-inner').scrollWidth > document.querySelector('.topbar-inner').clientWidth`) {
+		t.Fatal("the top bar overflows")
+	}
+}

@@ -19,7 +19,10 @@ func TestAdminNavOneLine(t *testing.T) {
 	if len(tops) != 1 {
 		t.Fatalf("the navigation takes %d lines at %v px", len(tops), eval[float64](t, ctx, `innerWidth`))
 	}
-	if eval[bool](t, ctx, `document.querySelector('.topbar-inner').scrollWidth > document.querySelector('.topbar-inner').clientWidth`) {
-		t.Fatal("the top bar overflows")
+	if eval[bool](t, ctx, `(() => { const links = [...document.querySelectorAll('.nav a')]; const who = document.querySelector('.who').getBoundingClientRect();
+		const brand = document.querySelector('.brand').getBoundingClientRect();
+		return links[links.length - 1].getBoundingClientRect().right > who.left || links[0].getBoundingClientRect().left < brand.right ||
+			document.documentElement.scrollWidth > innerWidth; })()`) {
+		t.Fatal("the navigation overlaps the name or the brand, or the page scrolls sideways")
 	}
 }

@@ -46,3 +46,23 @@ func TestRecentDecisions(t *testing.T) {
 		}
 	}
 }
+
+// A call that arrives while the last waiting card is being read waits
+// behind "1 new — show"; once that card is answered, nothing else waits,
+// and the new call shows by itself.
+func TestHeldCallShowsWhenNothingElseWaits(t *testing.T) {
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	ctx := newTab(t)
+	signIn(t, ctx, e, "member")
+	first := memberCall("held-1", "calendar", "create_event", `{"title":"First"}`)
+	gate(rt, first)
+	approvalID(t, e, first.CallID)
+	waitInbox(t, ctx, e, 1)
+	second := memberCall("held-2", "calendar", "create_event", `{"title":"Second"}`)
+	gate(rt, second)
+	id := approvalID(t, e, second.CallID)
+	until(t, ctx, `!!document.querySelector('#pending-new li[data-approval-id="`+id+`"]') && !document.querySelector('[data-new-bar]').hidden`, "the new call was not held")
+	reject(t, ctx, `#pending-list li[data-approval-id]`)
+	until(t, ctx, `!!document.querySelector('#pending-list li[data-approval-id="`+id+`"]') && document.querySelector('[data-new-bar]').hidden`, "the held call did not show once nothing else waited")
+}

@@ -194,6 +194,10 @@
   }
   if (held && pendingList && 'MutationObserver' in window) {
     new MutationObserver(updateHeld).observe(held, { childList: true });
+    // A call held while the last waiting card was being answered shows as
+    // soon as nothing else waits (the answered card is replaced by its
+    // confirmation, which is no waiting call).
+    new MutationObserver(updateHeld).observe(pendingList, { childList: true });
     document.querySelector('[data-show-new]').addEventListener('click', function () { showHeld(true); });
   }
 

@@ -26,3 +26,20 @@ func TestAdminNavOneLine(t *testing.T) {
 		t.Fatal("the navigation overlaps the name or the brand, or the page scrolls sideways")
 	}
 }
+
+// Admin screens are reached by their short paths too.
+func TestAdminShortPaths(t *testing.T) {
+	e := testenv.NewEnv(t)
+	admin := e.NewBrowser()
+	admin.T = t
+	admin.SignIn("admin")
+	for _, name := range []string{"policies", "audit", "insights", "api-keys", "webhooks"} {
+		resp, _ := admin.Get("/" + name)
+		if resp.StatusCode != 303 || resp.Header.Get("Location") != "/admin/"+name {
+			t.Fatalf("/%s: %d to %q", name, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	if resp, _ := admin.Get("/nothing-here"); resp.StatusCode != 404 {
+		t.Fatalf("an unknown path: %d", resp.StatusCode)
+	}
+}

@@ -74,6 +74,13 @@ func (s *Server) routes() {
 	user.POST("/settings/push", h.SettingsPushSubscribe)
 	user.POST("/settings/push/:id/remove", h.SettingsPushRemove)
 
+	// Admin screens by their short names, as a person may type them: each
+	// leads to its page under /admin (404 there for anyone not an admin).
+	for _, name := range []string{"policies", "audit", "insights", "api-keys", "webhooks"} {
+		target := "/admin/" + name
+		user.GET("/"+name, func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, target) })
+	}
+
 	admin := user.Group("/admin", requireAdmin)
 	admin.GET("/policies", h.PolicyList)
 	admin.GET("/policies/:id", h.PolicyEdit)

@@ -36,7 +36,7 @@ func (h *Handler) ApprovalBatch(c echo.Context) error {
 	}
 	ids := dedupe(req.PostForm["id"])
 	if len(ids) == 0 || len(ids) > db.PendingLimit {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, fmt.Sprintf("Choose between 1 and %d calls.", db.PendingLimit))
+		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "Choose between 1 and %d calls.", db.PendingLimit)
 	}
 	reason := ""
 	if dec == approval.Reject {

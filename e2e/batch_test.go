@@ -63,6 +63,7 @@ func TestBatchDecisions(t *testing.T) {
 			t.Fatal("the question does not start on Cancel")
 		}
 		checkAxe(t, ctx, "batch question")
+		shot(t, ctx, "act-batch-confirm")
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="batch-confirm"]`)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="batch-result"]`))); err != nil {
 			t.Fatal(err)
@@ -120,6 +121,7 @@ func TestBatchDecisions(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="batch-result"]`))); err != nil {
 			t.Fatal(err)
 		}
+		shot(t, ctx, "act-batch-result")
 		if got := text(t, ctx, `[data-testid="batch-summary"]`); got != "Approved 4 of 5 calls; 1 not decided (see below)." {
 			t.Fatalf("summary %q", got)
 		}

@@ -216,6 +216,9 @@ type Answer struct {
 	// Scope is the person's choice within the proposed scope, for
 	// "Always allow calls like this" (see approval.ChooseScope).
 	Scope []string
+	// BatchID names the batch the answer was given in (empty: alone); each
+	// item of a batch is decided on its own, its audit line naming it.
+	BatchID string
 }
 
 // Answer records a reviewer's answer as Decide does. A reason typed with an
@@ -309,6 +312,9 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		}
 		if sc.data != nil {
 			detail["scope_kind"], detail["scope"] = sc.scope.Kind(), sc.scope.Fingerprint()
+		}
+		if ans.BatchID != "" {
+			detail["batch_id"] = ans.BatchID
 		}
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
 			return err

@@ -78,7 +78,14 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		}
 		_ = os.WriteFile(filepath.Join(dir, name+"-"+size.label+".png"), png, 0o644)
 	}
-	_ = chromedp.Do(ctx, chromedp.EmulateReset())
+	desktop(ctx)
+}
+
+// desktop brings the tab back to the desktop size the browser starts at:
+// clearing an emulated phone alone leaves the phone's width in place, and
+// the inbox shows only its list at that width.
+func desktop(ctx context.Context) {
+	_ = chromedp.Do(ctx, chromedp.EmulateReset(), chromedp.EmulateViewport(1280, 900))
 }
 
 // runtime is an agent runtime connected to e with the demo catalog.

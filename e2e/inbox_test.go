@@ -20,7 +20,7 @@ func TestSignInSeesInbox(t *testing.T) {
 	if got := text(t, ctx, `[data-testid="user-name"]`); got != dev.DemoMember.Name {
 		t.Fatalf("signed in as %q", got)
 	}
-	if got := text(t, ctx, "h1"); got != "Inbox" {
+	if got := text(t, ctx, "h1"); got != "Inbox none waiting" {
 		t.Fatalf("heading %q", got)
 	}
 	if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('[data-testid="inbox-empty"]')).display !== 'none'`) {
@@ -87,7 +87,7 @@ func TestLiveInbox(t *testing.T) {
 			t.Fatalf("keys %v", keys)
 		}
 		buttons := eval[[]string](t, ctx, `[...document.querySelectorAll('`+card(id)+` button')].map(e => e.textContent)`)
-		if strings.Join(buttons, "|") != "Approve|Allow in this conversation|Always allow|Always allow calls like this|Reject" {
+		if strings.Join(buttons, "|") != "Approve|Reject|Allow in this conversation|Always allow|Always allow calls like this" {
 			t.Fatalf("buttons %v", buttons)
 		}
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(card(id)+` button[value="approve"]`))); err != nil {

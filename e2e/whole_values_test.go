@@ -277,5 +277,5 @@ func measure(t *testing.T, ctx context.Context, what, css string) {
 		}
 		t.Logf("%s at %d px: ends %.0f px down, 0 clicks, %d scrolls", what, size.width, bottom, scrolls)
 	}
-	_ = chromedp.Do(ctx, chromedp.EmulateReset())
+	desktop(ctx)
 }

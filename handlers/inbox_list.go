@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -70,6 +71,8 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 		MaxGrant:         a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
 	}
+	like := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s\x00%s", a.APIKeyID, a.Connector, a.Tool, a.ArgumentsDigest)))
+	card.LikeKey = hex.EncodeToString(like[:8])
 	if card.SendsOut {
 		card.Destination = views.DestinationOf(a.Preview)
 		card.Recipients = views.Recipients(a.Preview)
@@ -80,7 +83,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 	r := views.DecidedRow{ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID, Status: a.Status,
-		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now(), Agent: agentOf(a)}
+		Reason: a.RejectReason, Note: a.ReviewerNote, CreatedAt: a.CreatedAt, Now: h.Now(), Agent: agentOf(a), Gist: views.Gist(a.Preview)}
 	if a.Scope != nil {
 		r.Scope = *a.Scope
 	}

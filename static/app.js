@@ -77,6 +77,7 @@
     var base = document.documentElement.getAttribute('data-title') || document.title;
     document.title = (n > 0 ? '(' + n + ') ' : '') + base;
     document.body.setAttribute('data-pending', String(n));
+    document.querySelectorAll('[data-inbox-count]').forEach(function (el) { el.textContent = n > 0 ? n + ' waiting' : 'none waiting'; });
     if (favicon) { favicon.href = n > 0 ? badgeIcon(n) : '/static/favicon.svg'; }
   }
   setCount(parseInt(document.body.getAttribute('data-pending'), 10));
@@ -193,6 +194,10 @@
   }
   if (held && pendingList && 'MutationObserver' in window) {
     new MutationObserver(updateHeld).observe(held, { childList: true });
+    // A call held while the last waiting card was being answered shows as
+    // soon as nothing else waits (the answered card is replaced by its
+    // confirmation, which is no waiting call).
+    new MutationObserver(updateHeld).observe(pendingList, { childList: true });
     document.querySelector('[data-show-new]').addEventListener('click', function () { showHeld(true); });
   }
 
@@ -364,8 +369,10 @@
     ask({
       title: 'You typed a reason',
       body: ['“' + reason.value.trim() + '”', 'A reason goes with a rejection. If you approve, it is kept only as your own note with the decision; the agent does not see it.'],
-      actions: [{ label: 'Reject with this reason', value: 'reject', cls: 'btn-danger' },
-        { label: button.textContent + ', keep as a note', value: 'keep', cls: 'btn-primary' }]
+      // The safe answer is the prominent one: a rejection runs nothing.
+      // Approving anyway is a plain button, after it.
+      actions: [{ label: 'Reject with this reason', value: 'reject', cls: 'btn-danger-solid' },
+        { label: button.textContent + ' anyway, keep as a note', value: 'keep', cls: '' }]
     }).then(function (a) {
       if (a === 'reject' && reject) { send(reject); }
       if (a === 'keep') { confirmStanding(button); }

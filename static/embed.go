@@ -20,6 +20,12 @@ const (
 	// expanding in place, and a request page's live reload.
 	Expand  = "expand.js"
 	Request = "request.js"
+	// Keys is the inbox's keyboard (j/k, a, r, x, ?).
+	Keys = "keys.js"
+	// Panes is the dense inbox: the compact list beside the cards.
+	Panes = "panes.js"
+	// Batch decides the calls picked in the list in one step.
+	Batch = "batch.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

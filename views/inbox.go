@@ -44,6 +44,10 @@ type ApprovalCard struct {
 	ExpiresAt time.Time
 	Now       time.Time
 	CSRFToken string
+	// LikeKey names the calls "like this" one: the same key, tool and
+	// arguments (by digest). The list offers to select them all for a
+	// batch.
+	LikeKey string
 }
 
 // DecidedRow is one of the recent decisions under the pending list.
@@ -60,6 +64,7 @@ type DecidedRow struct {
 	Reason            string
 	Note              string    // typed with an approval: the reviewer's own note
 	Agent             AgentView // who asked
+	Gist              string    // what the call did, on one line
 	CreatedAt         time.Time
 	DecidedAt         time.Time
 	Now               time.Time
@@ -278,3 +283,34 @@ func hiddenNote(l approval.PreviewLine) string {
 
 // Truncated reports whether more calls wait than the list shows.
 func (v InboxView) Truncated() bool { return v.Waiting > len(v.Pending) }
+
+// Count is how many calls wait for the person: all of them, also when the
+// list stops short.
+func (v InboxView) Count() int { return max(v.Waiting, len(v.Pending)) }
+
+// waitingWords is the inbox heading's count: "3 waiting", or "none
+// waiting".
+func waitingWords(n int) string {
+	if n == 0 {
+		return "none waiting"
+	}
+	return itoa(n) + " waiting"
+}
+
+// Unanswered reports whether the call ended without anyone's answer
+// (expired, or cancelled before a decision).
+func (r DecidedRow) Unanswered() bool {
+	return r.Status == approval.StatusExpired || (r.Status == approval.StatusCancelled && r.Scope == "")
+}
+
+// RecentLabel is the outcome as the recent decisions list it: a call that
+// nobody answered is said so, not shown as a decision.
+func (r DecidedRow) RecentLabel() (string, string) {
+	switch {
+	case r.Status == approval.StatusExpired:
+		return "Expired — nobody answered", "warn"
+	case r.Unanswered():
+		return "Cancelled — before anyone answered", ""
+	}
+	return r.Outcome()
+}

@@ -54,6 +54,7 @@ func (s *Server) routes() {
 	user.GET("/approvals/:id", h.ApprovalShow)
 	user.GET("/approvals/:id/values/:n", h.ApprovalValue)
 	user.POST("/approvals/:id/decision", h.ApprovalDecide)
+	user.POST("/approvals/batch", h.ApprovalBatch)
 	user.GET("/events", h.Events)
 	user.POST("/auth/logout", h.Logout)
 	user.GET("/auto-approve", h.AutoApproveList)
@@ -72,6 +73,13 @@ func (s *Server) routes() {
 	user.POST("/settings/email", h.SettingsEmail)
 	user.POST("/settings/push", h.SettingsPushSubscribe)
 	user.POST("/settings/push/:id/remove", h.SettingsPushRemove)
+
+	// Admin screens by their short names, as a person may type them: each
+	// leads to its page under /admin (404 there for anyone not an admin).
+	for _, name := range []string{"policies", "audit", "insights", "api-keys", "webhooks"} {
+		target := "/admin/" + name
+		user.GET("/"+name, func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, target) })
+	}
 
 	admin := user.Group("/admin", requireAdmin)
 	admin.GET("/policies", h.PolicyList)

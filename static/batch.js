@@ -1,0 +1,154 @@
+// Decisions in batches: calls picked in the compact list (a row's box, or
+// "x") are approved once or rejected in one step. The question lists
+// every call; the server decides each on its own (its own item, digest
+// and audit line, with a shared batch id) and answers with what became of
+// each, a call decided, cancelled or expired meanwhile included. A batch
+// never gives a standing approval.
+const box = document.querySelector('[data-batch]');
+const rows = document.getElementById('pending-rows');
+
+function picked() {
+  return Array.from(rows.querySelectorAll(':scope > li:not([hidden]) input[data-batch-pick]:checked')).map((i) => i.closest('li'));
+}
+
+function update() {
+  const n = picked().length;
+  const bar = box.querySelector('[data-batch-bar]');
+  bar.hidden = n === 0;
+  box.querySelector('[data-batch-count]').textContent = n + ' selected';
+  box.querySelector('[data-batch-decide="approve"]').textContent = 'Approve ' + n + '…';
+  box.querySelector('[data-batch-decide="reject"]').textContent = 'Reject ' + n + '…';
+  likeAll();
+}
+
+// "Select all N like this": the calls of the selected card's key and tool
+// with the same arguments.
+let selectedID = '';
+function alike() {
+  const row = selectedID && rows.querySelector(':scope > li[data-row-for="' + CSS.escape(selectedID) + '"]');
+  if (!row) { return []; }
+  const like = row.getAttribute('data-like');
+  return Array.from(rows.querySelectorAll(':scope > li:not([hidden])')).filter((r) => r.getAttribute('data-like') === like);
+}
+function likeAll() {
+  const b = box.querySelector('[data-like-all]');
+  const same = alike();
+  const open = same.filter((r) => !r.querySelector('input[data-batch-pick]').checked);
+  b.hidden = same.length < 2 || open.length === 0;
+  b.textContent = 'Select all ' + same.length + ' like this';
+}
+
+function listItem(row) {
+  const li = document.createElement('li');
+  const tool = document.createElement('strong');
+  tool.textContent = row.querySelector('.row-tool').textContent;
+  const agent = document.createElement('span');
+  agent.className = 'meta';
+  agent.textContent = ' · ' + row.querySelector('.row-agent').textContent;
+  li.append(tool, agent);
+  const gist = row.querySelector('.row-gist');
+  if (gist) {
+    const g = document.createElement('span');
+    g.className = 'mono batch-gist';
+    g.textContent = gist.textContent;
+    li.appendChild(g);
+  }
+  li.setAttribute('data-testid', 'batch-confirm-item');
+  return li;
+}
+
+// ask lists the calls in a modal dialog; Cancel has the focus.
+function ask(decision, list) {
+  const n = list.length;
+  const dialog = document.createElement('dialog');
+  dialog.className = 'modal confirm batch-confirm';
+  dialog.setAttribute('aria-labelledby', 'batch-title');
+  dialog.setAttribute('data-testid', 'batch-dialog');
+  const reject = decision === 'reject';
+  dialog.innerHTML = '<h2 id="batch-title"></h2><p class="meta"></p><ul class="batch-list"></ul>' +
+    (reject ? '<label for="batch-reason">Reason (optional — each agent sees it)</label><textarea id="batch-reason" rows="2" maxlength="500"></textarea>' : '') +
+    '<div class="buttons"><button type="button" class="btn" data-testid="batch-cancel">Cancel</button><button type="button" data-testid="batch-confirm"></button></div>';
+  dialog.querySelector('h2').textContent = (reject ? 'Reject ' : 'Approve ') + n + (n === 1 ? ' call?' : ' calls?');
+  dialog.querySelector('p').textContent = reject
+    ? 'Each call is rejected on its own; none of them runs.'
+    : 'Each call is approved once, on its own, as if you approved it alone. Nothing is allowed beyond these calls: a batch never stops Countersign asking.';
+  const ul = dialog.querySelector('ul');
+  // A long list scrolls: it can be scrolled from the keyboard too.
+  ul.setAttribute('tabindex', '0');
+  ul.setAttribute('aria-label', 'The calls');
+  list.forEach((r) => ul.appendChild(listItem(r)));
+  const ok = dialog.querySelector('[data-testid="batch-confirm"]');
+  ok.className = 'btn ' + (reject ? 'btn-danger-solid' : 'btn-primary');
+  ok.textContent = (reject ? 'Reject these ' : 'Approve these ') + n;
+  document.body.appendChild(dialog);
+  const opener = document.activeElement;
+  return new Promise((resolve) => {
+    let answer = null;
+    ok.addEventListener('click', () => {
+      const reason = dialog.querySelector('#batch-reason');
+      answer = { reason: reason ? reason.value : '' };
+      dialog.close();
+    });
+    dialog.querySelector('[data-testid="batch-cancel"]').addEventListener('click', () => dialog.close());
+    dialog.addEventListener('close', () => {
+      dialog.remove();
+      if (opener && opener.focus && document.contains(opener)) { opener.focus(); }
+      resolve(answer);
+    }, { once: true });
+    dialog.showModal();
+    dialog.querySelector('[data-testid="batch-cancel"]').focus();
+  });
+}
+
+async function decide(decision) {
+  const list = picked();
+  if (list.length === 0) { return; }
+  const answer = await ask(decision, list);
+  if (!answer) { return; }
+  const form = new URLSearchParams();
+  const token = document.querySelector('input[name="csrf_token"]');
+  form.append('csrf_token', token ? token.value : '');
+  form.append('decision', decision);
+  if (decision === 'reject') { form.append('reason', answer.reason); }
+  list.forEach((r) => form.append('id', r.getAttribute('data-row-for')));
+  const out = box.querySelector('[data-batch-result]');
+  let resp;
+  try {
+    resp = await fetch('/approvals/batch', { method: 'POST', credentials: 'same-origin', body: form,
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+  } catch (err) {
+    resp = null;
+  }
+  if (!resp || !resp.ok) {
+    out.textContent = 'The batch could not be sent; nothing in it was decided by this attempt. Reload the page to see each call as it is now.';
+    out.setAttribute('role', 'alert');
+    return;
+  }
+  out.removeAttribute('role');
+  // The server's own escaped markup, as htmx would swap it.
+  out.innerHTML = await resp.text();
+  list.forEach((r) => { const i = r.querySelector('input[data-batch-pick]'); if (i) { i.checked = false; } });
+  update();
+  const result = out.querySelector('[data-testid="batch-result"]');
+  if (result) { result.focus(); }
+}
+
+if (box && rows) {
+  rows.addEventListener('change', (e) => { if (e.target.matches('input[data-batch-pick]')) { update(); } });
+  new MutationObserver(update).observe(rows, { childList: true, subtree: true, attributes: true, attributeFilter: ['hidden'] });
+  box.querySelectorAll('[data-batch-decide]').forEach((b) => b.addEventListener('click', () => decide(b.getAttribute('data-batch-decide'))));
+  box.querySelector('[data-batch-clear]').addEventListener('click', () => {
+    rows.querySelectorAll('input[data-batch-pick]:checked').forEach((i) => { i.checked = false; });
+    update();
+  });
+  box.querySelector('[data-like-all]').addEventListener('click', () => {
+    alike().forEach((r) => { r.querySelector('input[data-batch-pick]').checked = true; });
+    update();
+  });
+  box.addEventListener('click', (e) => {
+    const d = e.target.closest && e.target.closest('[data-batch-dismiss]');
+    if (d) { box.querySelector('[data-batch-result]').replaceChildren(); }
+  });
+  document.addEventListener('countersign:selected', (e) => { selectedID = (e.detail && e.detail.id) || ''; likeAll(); });
+  update();
+}

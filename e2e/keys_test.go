@@ -205,7 +205,7 @@ func TestDecisionLayout(t *testing.T) {
 			return Array.from(li.querySelectorAll('.card-link, button[name="decision"], textarea[data-reason], select[data-duration]'))
 				.map(el => el.matches('.card-link') ? 'call' : (el.name === 'decision' ? el.value : el.tagName.toLowerCase())).join(',');
 		})()`)
-		if order != "call,approve,reject,textarea,select,approve_conversation,always" {
+		if order != "call,approve,reject,textarea,select,approve_conversation,always,always_matching" {
 			t.Fatalf("focus order %q", order)
 		}
 		// Approve and Reject side by side, in one row.

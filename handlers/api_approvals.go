@@ -98,7 +98,10 @@ func (h *Handler) APIApprovalGet(c echo.Context) error {
 		return err
 	}
 	key := *CurrentAPIKey(c)
-	id := c.Param("id")
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	var sub *db.Subscription
 	if wait > 0 && h.Hub != nil {
@@ -193,6 +196,10 @@ type claimBody struct {
 // APIApprovalClaim consumes an approved item once, for the call and
 // arguments that were shown.
 func (h *Handler) APIApprovalClaim(c echo.Context) error {
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
 	var b claimBody
 	if err := decodeJSON(c, &b); err != nil {
 		return err
@@ -203,7 +210,7 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if !strings.HasPrefix(b.ArgumentsDigest, "sha256:") {
 		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, `arguments_digest must look like "sha256:<hex>".`)
 	}
-	a, err := h.DB.Claim(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"), b.CallID, b.ArgumentsDigest)
+	a, err := h.DB.Claim(c.Request().Context(), *CurrentAPIKey(c), id, b.CallID, b.ArgumentsDigest)
 	if err != nil {
 		return err
 	}

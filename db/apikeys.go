@@ -27,6 +27,10 @@ type APIKey struct {
 	CreatedAt  time.Time  `db:"created_at"`
 	LastUsedAt *time.Time `db:"last_used_at"`
 	RevokedAt  *time.Time `db:"revoked_at"`
+	// AllowFirstTimeUsers lets the key's checks leave items waiting for
+	// people who have never signed in (read by ListAPIKeys only; the
+	// check reads it where it needs it, see mayAsk).
+	AllowFirstTimeUsers bool `db:"allow_first_time_users"`
 }
 
 // Actor is k as an audit actor.
@@ -83,7 +87,7 @@ func (d *DB) CreateAPIKey(ctx context.Context, name string, creator *User) (stri
 func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 	rows, err := d.Pool.Query(ctx, `
 		SELECT k.id, k.name, k.key_prefix, k.created_by, COALESCE(NULLIF(u.name, ''), u.email, 'command line') AS creator,
-			k.created_at, k.last_used_at, k.revoked_at
+			k.created_at, k.last_used_at, k.revoked_at, k.allow_first_time_users
 		FROM api_keys k LEFT JOIN users u ON u.id = k.created_by
 		ORDER BY k.revoked_at IS NOT NULL, k.id DESC`)
 	if err != nil {

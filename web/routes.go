@@ -84,6 +84,7 @@ func (s *Server) routes() {
 	admin.GET("/api-keys", h.APIKeysList)
 	admin.POST("/api-keys", h.APIKeyCreate)
 	admin.POST("/api-keys/:id/revoke", h.APIKeyRevoke)
+	admin.POST("/api-keys/:id/first-time-users", h.APIKeyFirstTimeUsers)
 	admin.GET("/webhooks", h.WebhooksList)
 	admin.POST("/webhooks", h.WebhookCreate)
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
@@ -105,7 +106,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *noAgent {
 			return
 		}
-		agentKey, _, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
+		agentKey, k, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
+		if err == nil {
+			// The demo people may not have signed in yet when the agent
+			// first asks for them: let its items wait (dev only).
+			err = a.db.SetAPIKeyFirstTimeUsers(ctx, approval.SystemActor, k.ID, true)
+		}
 		if err != nil {
 			log.Error("demo agent key", "err", err)
 			return

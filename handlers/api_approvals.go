@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +74,9 @@ func (h *Handler) approvalURL(id string) string {
 func parseWait(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
+	}
+	if len(s) > maxWaitChars {
+		return 0, approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "wait must be a duration such as 30s.")
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -188,6 +192,12 @@ func (h *Handler) pause(ctx context.Context, sub *db.Subscription, deadline <-ch
 	return true, nil
 }
 
+// digestPattern is an arguments digest as the server writes it.
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// maxWaitChars bounds ?wait= (docs/openapi.yaml says so too).
+const maxWaitChars = 32
+
 type claimBody struct {
 	CallID          string `json:"call_id"`
 	ArgumentsDigest string `json:"arguments_digest"`
@@ -207,8 +217,8 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if err := required([2]string{"call_id", b.CallID}, [2]string{"arguments_digest", b.ArgumentsDigest}); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(b.ArgumentsDigest, "sha256:") {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, `arguments_digest must look like "sha256:<hex>".`)
+	if !digestPattern.MatchString(b.ArgumentsDigest) {
+		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, `arguments_digest must be "sha256:" and 64 lower-case hex digits.`)
 	}
 	a, err := h.DB.Claim(c.Request().Context(), *CurrentAPIKey(c), id, b.CallID, b.ArgumentsDigest)
 	if err != nil {

@@ -51,19 +51,20 @@ func ParseArguments(raw string) Arguments {
 // Digest is the identity of an argument text that an approval binds to:
 // "sha256:" and the hex SHA-256 of its Canonical form — RFC 8785 with every
 // number kept as written. A text that is not one JSON object within the
-// size limit is digested as it was sent, byte for byte. So two texts with
-// different meanings never share a digest, and the same call in any key
-// order or spacing always has the same one.
+// limits (size, depth, no duplicate names) is digested as it was sent, byte
+// for byte. So two texts with different meanings never share a digest, and
+// the same call in any key order or spacing always has the same one.
 func Digest(raw string) string {
 	return digest(raw)
 }
 
-// digest is Digest. A text with numbers RFC 8785 would round is still
-// canonicalised (its numbers are kept as written), though ParseArguments
-// marks it unparsed for conditions.
+// digest is Digest. Only a valid arguments object is canonicalised (see
+// validate); numbers too large or too precise for a double are no reason to
+// digest the text as sent, since Canonical keeps them as written — though
+// ParseArguments still marks such a text unparsed for conditions.
 func digest(raw string) string {
 	payload := []byte(raw)
-	if len(raw) <= MaxArgumentsSize && strings.HasPrefix(strings.TrimLeft(raw, " \t\r\n"), "{") {
+	if len(raw) <= MaxArgumentsSize && strings.TrimSpace(raw) != "" && validateShape(raw, false) == "" {
 		if c, err := Canonical(payload); err == nil {
 			payload = c
 		}
@@ -107,7 +108,10 @@ func parseObject(raw string) ([]Member, string) {
 // validate walks every token: one object, no duplicate names, valid UTF-8,
 // depth within the limit, numbers RFC 8785 keeps exactly, nothing after the
 // object.
-func validate(raw string) string {
+func validate(raw string) string { return validateShape(raw, true) }
+
+// validateShape is validate; numbers are checked only when exact is set.
+func validateShape(raw string, exact bool) string {
 	dec := jsontext.NewDecoder(strings.NewReader(raw))
 	first, done := true, false
 	for {
@@ -131,7 +135,7 @@ func validate(raw string) string {
 		if dec.StackDepth() > MaxArgumentsDepth {
 			return "nested deeper than 32 levels"
 		}
-		if tok.Kind() == '0' && !ExactNumber(tok.String()) {
+		if exact && tok.Kind() == '0' && !ExactNumber(tok.String()) {
 			return "has a number too large or too precise to verify"
 		}
 		done = dec.StackDepth() == 0

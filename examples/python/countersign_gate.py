@@ -15,7 +15,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from fractions import Fraction
 
 POLICY_UNAVAILABLE = "policy_unavailable"
 
@@ -149,7 +148,8 @@ def _parse_time(s):
         return time.time() + 660  # unknown: the server's default wait cap, and more
 
 
-# --- The arguments digest: "sha256:" + hex SHA-256 of the RFC 8785 form. ---
+# --- The arguments digest: "sha256:" + hex SHA-256 of the canonical form:
+# RFC 8785, except that every number is kept as written. ---
 
 MAX_ARGUMENTS_BYTES = 1 << 20
 MAX_DEPTH = 32
@@ -165,10 +165,10 @@ class _NotCanonical(Exception):
 
 
 def arguments_digest(arguments):
-    """The digest the server computes for `arguments`: of the RFC 8785
-    canonical form when the text is one JSON object within the limits
-    (no duplicate keys, NaN, numbers RFC 8785 would round, depth over 32,
-    size over 1 MiB), otherwise of the text as sent, byte for byte."""
+    """The digest the server computes for `arguments`: of the canonical form
+    (RFC 8785 with numbers as written) when the text is one JSON object
+    within the limits (no duplicate keys, no NaN, depth up to 32, size up to
+    1 MiB), otherwise of the text as sent, byte for byte."""
     raw = arguments.encode("utf-8", "surrogatepass")
     payload = raw
     try:
@@ -224,29 +224,4 @@ def _string(s):
 
 
 def _number(text):
-    f = float(text)
-    if f != f or f in (float("inf"), float("-inf")) or Fraction(text) != Fraction(repr(f)):
-        raise _NotCanonical()  # RFC 8785 would round it
-    if f == 0:
-        return "0"
-    sign = "-" if f < 0 else ""
-    mantissa, _, exp = repr(abs(f)).partition("e")
-    whole, _, frac = mantissa.partition(".")
-    if frac == "0":
-        frac = ""
-    digits = (whole + frac).lstrip("0")
-    n = len(whole) + (int(exp) if exp else 0)  # position of the decimal point
-    if whole == "0":
-        n = -(len(frac) - len(frac.lstrip("0")))
-    digits = digits.rstrip("0") or "0"
-    k = len(digits)
-    if k <= n <= 21:
-        s = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        s = digits[:n] + "." + digits[n:]
-    elif -6 < n <= 0:
-        s = "0." + "0" * (-n) + digits
-    else:
-        e = n - 1
-        s = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
-    return sign + s
+    return text  # as written: never through a double

@@ -99,16 +99,17 @@ function unavailable(error, approvalId = "") {
   };
 }
 
-// --- The arguments digest: "sha256:" + hex SHA-256 of the RFC 8785 form. ---
+// --- The arguments digest: "sha256:" + hex SHA-256 of the canonical form:
+// RFC 8785, except that every number is kept as written. ---
 
 const MAX_ARGUMENTS_BYTES = 1 << 20;
 const MAX_DEPTH = 32;
 
 /**
- * The digest the server computes for `text`: of the RFC 8785 canonical form
- * when the text is one JSON object within the limits (no duplicate keys,
- * numbers RFC 8785 would round, depth over 32, size over 1 MiB), otherwise
- * of the text as sent, byte for byte.
+ * The digest the server computes for `text`: of the canonical form (RFC 8785
+ * with numbers as written) when the text is one JSON object within the
+ * limits (no duplicate keys, depth up to 32, size up to 1 MiB), otherwise of
+ * the text as sent, byte for byte.
  */
 export function argumentsDigest(text) {
   let payload = text;
@@ -120,20 +121,18 @@ export function argumentsDigest(text) {
 
 function canonical(text) {
   if (Buffer.byteLength(text, "utf8") > MAX_ARGUMENTS_BYTES || !text.trim()) throw new Error("limits");
-  const value = JSON.parse(text); // syntax first; then what JSON.parse hides
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new Error("not an object");
-  scan(text);
+  const value = parse(text);
+  if (!(value instanceof Map)) throw new Error("not an object");
   return write(value);
 }
 
 function write(v) {
   if (Array.isArray(v)) return "[" + v.map(write).join(",") + "]";
-  if (v !== null && typeof v === "object") {
-    // Default sort compares UTF-16 code units, as RFC 8785 asks.
-    return "{" + Object.keys(v).sort().map((k) => str(k) + ":" + write(v[k])).join(",") + "}";
-  }
+  // Default sort compares UTF-16 code units, as RFC 8785 asks.
+  if (v instanceof Map) return "{" + [...v.keys()].sort().map((k) => str(k) + ":" + write(v.get(k))).join(",") + "}";
+  if (v instanceof JSONNumber) return v.text; // as written: never through a double
   if (typeof v === "string") return str(v);
-  return JSON.stringify(v); // numbers as ECMAScript writes them, true, false, null
+  return JSON.stringify(v); // true, false, null
 }
 
 function str(s) {
@@ -141,56 +140,61 @@ function str(s) {
   return JSON.stringify(s);
 }
 
-// scan walks valid JSON text for what JSON.parse silently accepts: a key
-// twice in one object, nesting deeper than 32, a number that a double
-// cannot hold exactly.
-function scan(t) {
-  const stack = []; // per open container: a Set of keys for objects, null for arrays
-  let expectKey = false;
-  for (let i = 0; i < t.length; i++) {
-    const c = t[i];
-    if (c === "{" || c === "[") {
-      stack.push(c === "{" ? new Set() : null);
-      if (stack.length > MAX_DEPTH) throw new Error("too deep");
-      expectKey = c === "{";
-    } else if (c === "}" || c === "]") {
-      stack.pop();
-      expectKey = false;
-    } else if (c === ",") {
-      expectKey = stack.at(-1) instanceof Set;
-    } else if (c === '"') {
-      let j = i + 1;
-      while (t[j] !== '"') j += t[j] === "\\" ? 2 : 1;
-      if (expectKey) {
-        const key = JSON.parse(t.slice(i, j + 1));
-        if (stack.at(-1).has(key)) throw new Error("duplicate key");
-        stack.at(-1).add(key);
-        expectKey = false;
-      }
-      i = j;
-    } else if (c === "-" || (c >= "0" && c <= "9")) {
-      let j = i;
-      while (j < t.length && /[-+0-9.eE]/.test(t[j])) j++;
-      const s = t.slice(i, j);
-      if (!sameDecimal(s, String(Number(s)))) throw new Error("inexact number");
-      i = j - 1;
-    }
-  }
+class JSONNumber {
+  constructor(text) { this.text = text; }
 }
 
-// sameDecimal compares two JSON numbers as exact decimals.
-function sameDecimal(a, b) {
-  const norm = (s) => {
-    const m = /^(-?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?\d+))?$/.exec(s);
-    if (!m) return "invalid";
-    let digits = (m[2] ?? "") + (m[3] ?? "");
-    let exp = Number(m[4] ?? 0) - (m[3] ?? "").length;
-    digits = digits.replace(/^0+/, "");
-    if (!digits) return "0";
-    const trailing = digits.length - digits.replace(/0+$/, "").length;
-    digits = digits.slice(0, digits.length - trailing);
-    exp += trailing;
-    return `${m[1]}${digits}e${exp}`;
+// parse reads one JSON value strictly (JSON.parse would turn numbers into
+// doubles and keep the last of two equal keys): objects become Maps,
+// numbers keep their text; a duplicate key or nesting deeper than 32 fails.
+function parse(t) {
+  let i = 0;
+  let depth = 0;
+  const fail = (why) => { throw new Error(why); };
+  const ws = () => { while (i < t.length && " \t\r\n".includes(t[i])) i++; };
+  const token = (re) => {
+    re.lastIndex = i;
+    const m = re.exec(t);
+    if (!m) fail("not valid JSON");
+    i = re.lastIndex;
+    return m[0];
   };
-  return norm(a) === norm(b);
+  const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+  const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/y;
+  const LITERAL = /true|false|null/y;
+  function value() {
+    ws();
+    const c = t[i];
+    if (c === "{" || c === "[") {
+      if (++depth > MAX_DEPTH) fail("too deep");
+      i++;
+      const obj = c === "{" ? new Map() : [];
+      ws();
+      if (t[i] === (c === "{" ? "}" : "]")) { i++; depth--; return obj; }
+      for (;;) {
+        if (c === "{") {
+          ws();
+          const key = JSON.parse(token(STRING));
+          ws();
+          if (t[i++] !== ":") fail("not valid JSON");
+          if (obj.has(key)) fail("duplicate key");
+          obj.set(key, value());
+        } else {
+          obj.push(value());
+        }
+        ws();
+        const sep = t[i++];
+        if (sep === ",") continue;
+        if (sep === (c === "{" ? "}" : "]")) { depth--; return obj; }
+        fail("not valid JSON");
+      }
+    }
+    if (c === '"') return JSON.parse(token(STRING));
+    if (c === "-" || (c >= "0" && c <= "9")) return new JSONNumber(token(NUMBER));
+    return JSON.parse(token(LITERAL));
+  }
+  const v = value();
+  ws();
+  if (i !== t.length) fail("more than one JSON value");
+  return v;
 }

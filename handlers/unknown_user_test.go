@@ -29,6 +29,7 @@ func TestUnknownUser(t *testing.T) {
 			t.Fatalf("set first-time users %s: %d %s", allow, resp.StatusCode, body)
 		}
 	}
+	setFlag("no") // the test key lets items wait for first-time users
 	items := func(user string) int {
 		var n int
 		if err := l.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE owner_subject = $1`, user).Scan(&n); err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/web"
@@ -153,10 +154,16 @@ func (e *Env) Logs() string {
 	return e.log.w.String()
 }
 
-// APIKey creates a runtime key.
+// APIKey creates a runtime key. Its items may wait for people who have
+// never signed in: tests ask for the demo people before (or without) their
+// first sign-in, as `countersign dev` does. A test of the unknown_user
+// refusal switches it off (SetAPIKeyFirstTimeUsers).
 func (e *Env) APIKey() string {
 	e.T.Helper()
-	key, _, err := e.DB.CreateAPIKey(context.Background(), "test runtime", nil)
+	key, k, err := e.DB.CreateAPIKey(context.Background(), "test runtime", nil)
+	if err == nil {
+		err = e.DB.SetAPIKeyFirstTimeUsers(context.Background(), approval.SystemActor, k.ID, true)
+	}
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -52,6 +52,12 @@ func (d *DB) CreateAPIKey(ctx context.Context, name string, creator *User) (stri
 		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
 			"A key needs a name of 1 to 100 characters.")
 	}
+	// The name is shown in the audit's actor cell and the keys list: a
+	// line break there could pass for another line.
+	if strings.ContainsFunc(name, lineOrControl) {
+		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
+			"A key name cannot hold line breaks or other control characters.")
+	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", APIKey{}, err

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
@@ -106,12 +105,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *noAgent {
 			return
 		}
-		agentKey, k, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
-		if err == nil {
-			// The demo people may not have signed in yet when the agent
-			// first asks for them: let its items wait (dev only).
-			err = a.db.SetAPIKeyFirstTimeUsers(ctx, approval.SystemActor, k.ID, true)
-		}
+		// The demo people may not have signed in yet when the agent first
+		// asks for them: let its items wait (dev only).
+		agentKey, _, err := a.db.CreateAPIKeyWith(ctx, "demo agent (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
 		if err != nil {
 			log.Error("demo agent key", "err", err)
 			return

@@ -81,13 +81,10 @@ func devAPIKey(ctx context.Context, store *db.DB, path string) (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
-	key, k, err := store.CreateAPIKey(ctx, "dev runtime (countersign dev)", nil)
-	if err != nil {
-		return "", err
-	}
 	// The demo people sign in only when someone opens the inbox: a dev
 	// runtime's items may wait for them.
-	if err := store.SetAPIKeyFirstTimeUsers(ctx, approval.SystemActor, k.ID, true); err != nil {
+	key, _, err := store.CreateAPIKeyWith(ctx, "dev runtime (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
+	if err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/web"
@@ -157,13 +156,10 @@ func (e *Env) Logs() string {
 // APIKey creates a runtime key. Its items may wait for people who have
 // never signed in: tests ask for the demo people before (or without) their
 // first sign-in, as `countersign dev` does. A test of the unknown_user
-// refusal switches it off (SetAPIKeyFirstTimeUsers).
+// refusal switches it off (the API keys page).
 func (e *Env) APIKey() string {
 	e.T.Helper()
-	key, k, err := e.DB.CreateAPIKey(context.Background(), "test runtime", nil)
-	if err == nil {
-		err = e.DB.SetAPIKeyFirstTimeUsers(context.Background(), approval.SystemActor, k.ID, true)
-	}
+	key, _, err := e.DB.CreateAPIKeyWith(context.Background(), "test runtime", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -32,6 +32,7 @@ func TestAPIStatusesDeclared(t *testing.T) {
 		{"TooLargeEnable", http.MethodPost, "/api/v1/playbooks/x/enable", key, big, http.StatusRequestEntityTooLarge, ""},
 		{"TooLargeGet", http.MethodGet, "/api/v1/approvals/0b1e6f3a-6f0e-4c36-9a55-2f1f5e1c9d7e", key, big, http.StatusRequestEntityTooLarge, ""},
 		{"TooLargeCheck", http.MethodPost, "/api/v1/tool-calls", key, big, http.StatusRequestEntityTooLarge, ""},
+		{"WaitOverItsBound", http.MethodGet, "/api/v1/approvals/0b1e6f3a-6f0e-4c36-9a55-2f1f5e1c9d7e?wait=" + strings.Repeat("0", 32) + "1s", key, "", http.StatusBadRequest, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

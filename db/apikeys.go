@@ -27,6 +27,10 @@ type APIKey struct {
 	CreatedAt  time.Time  `db:"created_at"`
 	LastUsedAt *time.Time `db:"last_used_at"`
 	RevokedAt  *time.Time `db:"revoked_at"`
+	// AllowFirstTimeUsers lets the key's checks leave items waiting for
+	// people who have never signed in (read by ListAPIKeys only; the
+	// check reads it where it needs it, see mayAsk).
+	AllowFirstTimeUsers bool `db:"allow_first_time_users"`
 }
 
 // Actor is k as an audit actor.
@@ -43,10 +47,29 @@ func hashAPIKey(key string) []byte {
 // key, which is shown once and never again. creator is nil for keys made on
 // the command line.
 func (d *DB) CreateAPIKey(ctx context.Context, name string, creator *User) (string, APIKey, error) {
+	return d.CreateAPIKeyWith(ctx, name, creator, APIKeyOptions{})
+}
+
+// APIKeyOptions are a new key's settings.
+type APIKeyOptions struct {
+	// AllowFirstTimeUsers lets the key's checks leave items waiting for
+	// people who have never signed in (see mayAsk).
+	AllowFirstTimeUsers bool
+}
+
+// CreateAPIKeyWith is CreateAPIKey with settings, recorded in the same
+// audit line.
+func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, opt APIKeyOptions) (string, APIKey, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
 		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
 			"A key needs a name of 1 to 100 characters.")
+	}
+	// The name is shown in the audit's actor cell and the keys list: a
+	// line break there could pass for another line.
+	if strings.ContainsFunc(name, lineOrControl) {
+		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
+			"A key name cannot hold line breaks or other control characters.")
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -61,17 +84,18 @@ func (d *DB) CreateAPIKey(ctx context.Context, name string, creator *User) (stri
 	var k APIKey
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
-			INSERT INTO api_keys (name, key_hash, key_prefix, created_by) VALUES ($1, $2, $3, $4)
-			RETURNING id, created_at`, name, hashAPIKey(key), key[:len(apiKeyPrefix)+6], createdBy,
+			INSERT INTO api_keys (name, key_hash, key_prefix, created_by, allow_first_time_users) VALUES ($1, $2, $3, $4, $5)
+			RETURNING id, created_at`, name, hashAPIKey(key), key[:len(apiKeyPrefix)+6], createdBy, opt.AllowFirstTimeUsers,
 		).Scan(&k.ID, &k.CreatedAt)
 		if err != nil {
 			return err
 		}
-		k.Name, k.Prefix, k.CreatedBy = name, key[:len(apiKeyPrefix)+6], createdBy
-		return RecordAudit(ctx, tx, approval.AuditEvent{
-			Actor: actor, Action: approval.ActionAPIKeyCreated,
-			Detail: map[string]any{"key_id": k.ID, "key_name": name},
-		})
+		k.Name, k.Prefix, k.CreatedBy, k.AllowFirstTimeUsers = name, key[:len(apiKeyPrefix)+6], createdBy, opt.AllowFirstTimeUsers
+		detail := map[string]any{"key_id": k.ID, "key_name": name}
+		if opt.AllowFirstTimeUsers {
+			detail["allow_first_time_users"] = true
+		}
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionAPIKeyCreated, Detail: detail})
 	})
 	if err != nil {
 		return "", APIKey{}, translate("create api key", err)
@@ -83,7 +107,7 @@ func (d *DB) CreateAPIKey(ctx context.Context, name string, creator *User) (stri
 func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 	rows, err := d.Pool.Query(ctx, `
 		SELECT k.id, k.name, k.key_prefix, k.created_by, COALESCE(NULLIF(u.name, ''), u.email, 'command line') AS creator,
-			k.created_at, k.last_used_at, k.revoked_at
+			k.created_at, k.last_used_at, k.revoked_at, k.allow_first_time_users
 		FROM api_keys k LEFT JOIN users u ON u.id = k.created_by
 		ORDER BY k.revoked_at IS NOT NULL, k.id DESC`)
 	if err != nil {

@@ -200,6 +200,9 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 				return err
 			}
 		}
+		if refused, err := d.refuseUnknownUser(ctx, tx, key, req, &res); refused || err != nil {
+			return err
+		}
 		return applyOutcome(ctx, tx, key, req, args, tool, f, &res, opt)
 	})
 }

@@ -270,6 +270,9 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	if res.Outcome.Verdict == approval.Pending && (req.AttachToPending || f.SameCall) {
 		return CheckResult{}, false, nil
 	}
+	if refused, err := d.refuseUnknownUser(ctx, d.Pool, key, req, &res); refused || err != nil {
+		return res, err == nil, err
+	}
 	// What the outcome records is written with what concurrent checks
 	// record (writeGroups).
 	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt)

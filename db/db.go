@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,7 @@ type DB struct {
 	reads  readGroups  // the first statements of concurrent checks, read together
 
 	factsApart atomic.Int64 // checks that read the turn's facts in a statement of their own
+	knownUsers sync.Map     // subjects seen signed in (mayAsk)
 }
 
 // Open connects a pool to url and checks that the server answers.

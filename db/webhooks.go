@@ -75,7 +75,7 @@ func (in WebhookInput) Problems() map[string]string {
 	}
 	if n := len([]rune(in.Secret)); n < MinWebhookSecret || n > 200 {
 		p["secret"] = fmt.Sprintf("The secret needs %d to 200 characters.", MinWebhookSecret)
-	} else if strings.ContainsFunc(in.Secret, unicode.IsControl) {
+	} else if strings.ContainsFunc(in.Secret, lineOrControl) {
 		// A line break or another control character in a secret is a paste
 		// gone wrong, and would not survive being typed in at the receiver.
 		p["secret"] = "The secret must not contain line breaks or other control characters."
@@ -208,3 +208,7 @@ func (d *DB) RecentWebhookAttempts(ctx context.Context, limit int) ([]WebhookAtt
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookAttempt])
 	return list, translate("webhook attempts", err)
 }
+
+// lineOrControl reports a control character or a line separator that is
+// not one (U+2028, U+2029): none belongs in a secret or a name.
+func lineOrControl(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }

@@ -201,7 +201,7 @@ func TestGroupSkipsChecksWhoseCallerLeft(t *testing.T) {
 		_, err := f.store.OpenPendingGroupedUnder(leaving, f.key, req("leaves"), f.tool)
 		second <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // queued behind the first group
+	waitFor(t, func() bool { return f.store.WritesQueued() == 1 }) // queued behind the first group
 	leave()
 	if err := <-second; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the check whose caller left: %v", err)
@@ -296,7 +296,7 @@ func TestGroupRefusalsStayWithTheirCheck(t *testing.T) {
 			answers[i] <- answer{res, err}
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // queued behind the first group
+	waitFor(t, func() bool { return f.store.WritesQueued() == 3 }) // queued behind the first group
 	if err := admin.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,11 @@ func TestChecksCountedOnTheirWay(t *testing.T) {
 	}
 	done := make(chan error, 2)
 	go func() { _, err := check(ctx, raw, "search", "", false); done <- err }()
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, func() bool { // the allowed check waits for the tools
+		var n int
+		_ = f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		return n > 0
+	})
 	if c := f.store.Coming(); c != 0 {
 		t.Fatalf("an allowed check counted on its way: %d", c)
 	}

@@ -36,3 +36,21 @@ func TestYAMLToJSON(t *testing.T) {
 		t.Fatalf("an unquoted timestamp must be refused, got %v", err)
 	}
 }
+
+func TestOpenAPIServersFromBaseURL(t *testing.T) {
+	b, err := OpenAPIJSONFor("https://cs.example.com/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string
+		Servers []struct{ URL string }
+		Paths   map[string]any
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Servers) != 1 || doc.Servers[0].URL != "https://cs.example.com" || len(doc.Paths) < 5 {
+		t.Fatalf("%v %+v", err, doc)
+	}
+	if plain, _ := OpenAPIJSONFor(""); !bytes.Contains(plain, []byte("http://localhost:8080")) {
+		t.Fatal("without a base URL the document is served as committed")
+	}
+}

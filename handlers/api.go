@@ -19,7 +19,8 @@ import (
 // exactly: encoding/json would fold "User" into "user" and keep the last of
 // two "user"s, so a body could mean one thing here and another to a proxy
 // or a log reader. Unknown fields, duplicate or case-variant names, NUL
-// characters and trailing data are refused (400, naming the field).
+// characters, null where the contract does not declare it (nullable) and
+// trailing data are refused (400, naming the field).
 // mayHoldNUL lists members (as JSON Pointers, e.g. "/arguments") whose text
 // is passed on as sent and judged later, so a NUL there is not refused here.
 func decodeJSON(c echo.Context, v any, mayHoldNUL ...string) error {
@@ -28,10 +29,11 @@ func decodeJSON(c echo.Context, v any, mayHoldNUL ...string) error {
 		return err
 	}
 	// For an object, the decoder refuses what scanBody refuses except a NUL
-	// escape, so an object without one is read once; scanBody runs on
-	// every other body, and names the problem when the decoder finds one.
+	// escape and a null, so an object without either is read once; scanBody
+	// runs on every other body, and names the problem when the decoder
+	// finds one.
 	trimmed := bytes.TrimSpace(body)
-	scanned := len(trimmed) == 0 || trimmed[0] != '{' || bytes.Contains(body, []byte(`\u0000`))
+	scanned := len(trimmed) == 0 || trimmed[0] != '{' || bytes.Contains(body, []byte(`\u0000`)) || bytes.Contains(body, []byte("null"))
 	if scanned {
 		if err := scanBody(body, mayHoldNUL); err != nil {
 			return err
@@ -88,6 +90,9 @@ func scanBody(body []byte, mayHoldNUL []string) error {
 				return invalid("The field %s holds a NUL character (U+0000), which is not accepted.", fieldName(dec.StackPointer()))
 			}
 		}
+		if tok.Kind() == 'n' && !nullable(string(dec.StackPointer())) {
+			return invalid("The field %s must not be null; leave it out instead.", fieldName(dec.StackPointer()))
+		}
 		if dec.StackDepth() == 0 {
 			if _, err := dec.ReadToken(); err != io.EOF {
 				return invalid("The request body must hold one JSON object and nothing after it.")
@@ -95,6 +100,22 @@ func scanBody(body []byte, mayHoldNUL []string) error {
 			return nil
 		}
 	}
+}
+
+// nullable reports whether the member at ptr may be null: only where the
+// contract (docs/openapi.yaml) says so — a sync's tools and a playbook
+// step's tools ("null or absent is an empty list", as Go clients send an
+// empty list) and anything inside a playbook's free-form settings.
+// Everywhere else null is refused rather than read as "absent", so a
+// client and the server never disagree about what a null meant.
+func nullable(ptr string) bool {
+	if ptr == "/tools" || strings.HasPrefix(ptr, "/definition/settings/") {
+		return true
+	}
+	step, ok := strings.CutPrefix(ptr, "/definition/steps/")
+	n, rest, _ := strings.Cut(step, "/")
+	_, err := strconv.Atoi(n)
+	return ok && err == nil && rest == "tools"
 }
 
 // nameToken reports whether the token just read was an object member's

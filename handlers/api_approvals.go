@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,9 @@ func parseWait(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
+	if len(s) > maxWaitChars {
+		return 0, approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "wait must be a duration such as 30s.")
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		n, err2 := strconv.Atoi(s)
@@ -100,7 +104,10 @@ func (h *Handler) APIApprovalGet(c echo.Context) error {
 		return err
 	}
 	key := *CurrentAPIKey(c)
-	id := c.Param("id")
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	var sub *db.Subscription
 	if wait > 0 && h.Hub != nil {
@@ -187,6 +194,12 @@ func (h *Handler) pause(ctx context.Context, sub *db.Subscription, deadline <-ch
 	return true, nil
 }
 
+// digestPattern is an arguments digest as the server writes it.
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// maxWaitChars bounds ?wait= (docs/openapi.yaml says so too).
+const maxWaitChars = 32
+
 type claimBody struct {
 	CallID          string `json:"call_id"`
 	ArgumentsDigest string `json:"arguments_digest"`
@@ -195,6 +208,10 @@ type claimBody struct {
 // APIApprovalClaim consumes an approved item once, for the call and
 // arguments that were shown.
 func (h *Handler) APIApprovalClaim(c echo.Context) error {
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
 	var b claimBody
 	if err := decodeJSON(c, &b); err != nil {
 		return err
@@ -202,10 +219,10 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if err := required([2]string{"call_id", b.CallID}, [2]string{"arguments_digest", b.ArgumentsDigest}); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(b.ArgumentsDigest, "sha256:") {
-		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, `arguments_digest must look like "sha256:<hex>".`)
+	if !digestPattern.MatchString(b.ArgumentsDigest) {
+		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, `arguments_digest must be "sha256:" and 64 lower-case hex digits.`)
 	}
-	a, err := h.DB.Claim(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"), b.CallID, b.ArgumentsDigest)
+	a, err := h.DB.Claim(c.Request().Context(), *CurrentAPIKey(c), id, b.CallID, b.ArgumentsDigest)
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,10 @@ type toolBody struct {
 
 // APIConnectorPut upserts a connector and its full tool list.
 func (h *Handler) APIConnectorPut(c echo.Context) error {
-	name := c.Param("connector")
+	name, err := pathParam(c, "connector")
+	if err != nil {
+		return err
+	}
 	if err := approval.CheckFields(approval.Field{Name: "connector", Value: name, Rule: approval.RuleName, Required: true}); err != nil {
 		return err
 	}
@@ -79,10 +82,14 @@ func checkConnectorFields(b connectorBody) error {
 
 // APIConnectorDelete marks a connector deleted.
 func (h *Handler) APIConnectorDelete(c echo.Context) error {
-	if err := approval.CheckFields(approval.Field{Name: "connector", Value: c.Param("connector"), Rule: approval.RuleName, Required: true}); err != nil {
+	name, err := pathParam(c, "connector")
+	if err != nil {
 		return err
 	}
-	if err := h.DB.DeleteConnector(c.Request().Context(), CurrentAPIKey(c).Actor(), c.Param("connector")); err != nil {
+	if err := approval.CheckFields(approval.Field{Name: "connector", Value: name, Rule: approval.RuleName, Required: true}); err != nil {
+		return err
+	}
+	if err := h.DB.DeleteConnector(c.Request().Context(), CurrentAPIKey(c).Actor(), name); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

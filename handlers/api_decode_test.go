@@ -23,7 +23,8 @@ func TestFieldName(t *testing.T) {
 
 func TestScanBody(t *testing.T) {
 	cases := []struct{ body, want string }{
-		{`{"a":"b","c":[1,{"d":null}]}`, ""},
+		{`{"a":"b","c":[1,{"d":true}]}`, ""},
+		{`{"a":"b","c":[1,{"d":null}]}`, "The field c[1].d must not be null"},
 		{"  ", "The request body is empty"},
 		{`[1]`, "The request body must be a JSON object."},
 		{`"x"`, "The request body must be a JSON object."},

@@ -49,7 +49,7 @@ func TestAPIRejectsUnknownDuplicateAndCaseVariantKeys(t *testing.T) {
 			`"tools":[{"name":"t1"}]`}},
 		{"ToolPut", http.MethodPut, "/api/v1/connectors/extra/tools/t2", []string{`"display_name":"T2"`, `"annotations":{"readOnlyHint":false}`,
 			`"connector_kind":"connector"`}},
-		{"Claim", http.MethodPost, "/api/v1/approvals/" + id + "/claim", []string{`"call_id":"call-1"`, `"arguments_digest":"sha256:00"`}},
+		{"Claim", http.MethodPost, "/api/v1/approvals/" + id + "/claim", []string{`"call_id":"call-1"`, `"arguments_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000"`}},
 		{"TurnCancel", http.MethodPost, "/api/v1/turns/cancel", []string{`"user":` + subject, `"conversation_id":"conv-k"`, `"turn_id":"t-k"`}},
 		{"PlaybookPut", http.MethodPut, "/api/v1/playbooks/" + dev.DemoPlaybookID, []string{`"owner":` + subject, `"definition":` + string(def)}},
 	}

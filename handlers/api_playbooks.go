@@ -18,7 +18,10 @@ type playbookBody struct {
 
 // APIPlaybookPut registers or updates a playbook.
 func (h *Handler) APIPlaybookPut(c echo.Context) error {
-	id := c.Param("id")
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
 	if err := approval.CheckFields(approval.Field{Name: "playbook id", Value: id, Rule: approval.RuleName, Required: true}); err != nil {
 		return err
 	}
@@ -69,7 +72,11 @@ func approvalRequired(c echo.Context, err error, runID string) (bool, error) {
 // APIPlaybookEnable enables a playbook, or refuses with
 // PLAYBOOK_TOOL_APPROVAL_REQUIRED and the pairs.
 func (h *Handler) APIPlaybookEnable(c echo.Context) error {
-	p, err := h.DB.SetPlaybookState(c.Request().Context(), CurrentAPIKey(c).Actor(), "", c.Param("id"), true, nil)
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	p, err := h.DB.SetPlaybookState(c.Request().Context(), CurrentAPIKey(c).Actor(), "", id, true, nil)
 	if handled, err := approvalRequired(c, err, ""); handled || err != nil {
 		return err
 	}
@@ -80,10 +87,14 @@ func (h *Handler) APIPlaybookEnable(c echo.Context) error {
 // refused start is answered 409 with its code and the run_id under which
 // the refusal was recorded (that run runs nothing).
 func (h *Handler) APIPlaybookRun(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
 	if err := decodeEmptyBody(c); err != nil {
 		return err
 	}
-	run, err := h.DB.StartRun(c.Request().Context(), *CurrentAPIKey(c), c.Param("id"))
+	run, err := h.DB.StartRun(c.Request().Context(), *CurrentAPIKey(c), id)
 	var refused *db.RunRefusedError
 	if !errors.As(err, &refused) {
 		if err != nil {

@@ -33,7 +33,14 @@ type toolPutResponse struct {
 // connector's list — for runtimes that meet tools one at a time (an agent's
 // hook). Policy rules are the full sync's (db.RegisterTool).
 func (h *Handler) APIToolPut(c echo.Context) error {
-	connector, tool := c.Param("connector"), c.Param("tool")
+	connector, err := pathParam(c, "connector")
+	if err != nil {
+		return err
+	}
+	tool, err := pathParam(c, "tool")
+	if err != nil {
+		return err
+	}
 	if err := approval.CheckFields(
 		approval.Field{Name: "connector", Value: connector, Rule: approval.RuleName, Required: true},
 		approval.Field{Name: "tool", Value: tool, Rule: approval.RuleName, Required: true},

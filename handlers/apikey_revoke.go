@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
@@ -12,7 +11,7 @@ import (
 // post (without confirm=yes) only asks: it shows the keys page with a
 // dialog that says the runtimes using the key will be refused.
 func (h *Handler) APIKeyRevoke(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	id, err := numberParam(c, "id")
 	if err != nil {
 		return echo.ErrNotFound
 	}

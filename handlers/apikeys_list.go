@@ -17,12 +17,19 @@ func (h *Handler) renderAPIKeys(c echo.Context, status int, v views.APIKeysView)
 	if err != nil {
 		return err
 	}
+	waits, err := h.DB.WaitingForFirstTimeUsers(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for _, w := range waits {
+		v.FirstTimeWaits = append(v.FirstTimeWaits, views.FirstTimeWait{User: w.User, KeyName: w.KeyName, Items: w.Items})
+	}
 	v.Page, v.Now = h.Page(c, "API keys", "api-keys"), h.Now()
 	asked := v.Revoke
 	v.Revoke = nil
 	for _, k := range keys {
 		row := views.APIKeyRow{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Creator: k.Creator,
-			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, Revoked: k.RevokedAt != nil}
+			CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, Revoked: k.RevokedAt != nil, FirstTimeUsers: k.AllowFirstTimeUsers}
 		v.Keys = append(v.Keys, row)
 		if asked != nil && asked.ID == k.ID && !row.Revoked {
 			v.Revoke = &row

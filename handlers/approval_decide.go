@@ -17,7 +17,10 @@ import (
 // server stored, never what the browser sends.
 func (h *Handler) ApprovalDecide(c echo.Context) error {
 	u := CurrentUser(c)
-	id := c.Param("id")
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
 	req := c.Request()
 	ans := db.Answer{Decision: approval.Decision(req.PostFormValue("decision")), Reason: req.PostFormValue("reason"),
 		Duration: req.PostFormValue("duration")}

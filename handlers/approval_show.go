@@ -14,7 +14,10 @@ import (
 // 404, exactly as for a decision, and the attempt is logged.
 func (h *Handler) ApprovalShow(c echo.Context) error {
 	u := CurrentUser(c)
-	id := c.Param("id")
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	a, err := h.DB.ApprovalForOwner(ctx, id, u.Subject)
 	if err != nil {

@@ -17,7 +17,14 @@ import (
 // for anyone but the owner, as for a decision — the answer is 404.
 func (h *Handler) ApprovalValue(c echo.Context) error {
 	u := CurrentUser(c)
-	id, n := c.Param("id"), c.Param("n")
+	id, err := approvalIDParam(c)
+	if err != nil {
+		return err
+	}
+	n, err := pathParam(c, "n")
+	if err != nil {
+		return err
+	}
 	ctx := c.Request().Context()
 	if _, err := h.DB.ApprovalForOwner(ctx, id, u.Subject); err != nil {
 		if approval.KindOf(err) == approval.KindNotFound {

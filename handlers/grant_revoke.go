@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 )
@@ -10,7 +9,7 @@ import (
 // GrantRevoke revokes one of the user's grants; the very next call asks
 // again. Another user's grant is not found.
 func (h *Handler) GrantRevoke(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("grant"), 10, 64)
+	id, err := numberParam(c, "grant")
 	if err != nil {
 		return echo.ErrNotFound
 	}
@@ -24,7 +23,7 @@ func (h *Handler) GrantRevoke(c echo.Context) error {
 // GrantClear removes one of the user's lapsed grants from the list (an
 // ended one included); it applied to nothing any more.
 func (h *Handler) GrantClear(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("grant"), 10, 64)
+	id, err := numberParam(c, "grant")
 	if err != nil {
 		return echo.ErrNotFound
 	}
@@ -37,7 +36,11 @@ func (h *Handler) GrantClear(c echo.Context) error {
 
 // GrantRevokeConnector revokes all of the user's grants for a connector.
 func (h *Handler) GrantRevokeConnector(c echo.Context) error {
-	n, err := h.DB.RevokeConnectorGrants(c.Request().Context(), *CurrentUser(c), c.Param("connector"))
+	connector, err := pathParam(c, "connector")
+	if err != nil {
+		return err
+	}
+	n, err := h.DB.RevokeConnectorGrants(c.Request().Context(), *CurrentUser(c), connector)
 	if err != nil {
 		return err
 	}

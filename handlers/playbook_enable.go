@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/countersign/countersign/approval"
@@ -57,7 +58,10 @@ func (h *Handler) formSchedule(c echo.Context) (expr string, handled bool, err e
 // keeps the current one. Another user's playbook is not found.
 func (h *Handler) setPlaybookState(c echo.Context, action string, enabled bool, schedule *string) error {
 	u := CurrentUser(c)
-	id := c.Param("id")
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
 	p, err := h.DB.SetPlaybookState(c.Request().Context(), u.Actor(), u.Subject, id, enabled, schedule)
 	var are *db.ApprovalRequiredError
 	if errors.As(err, &are) {
@@ -116,7 +120,11 @@ func (h *Handler) PlaybookApprove(c echo.Context) error {
 		}
 		schedule = expr
 	}
-	_, err := h.DB.PreApprove(c.Request().Context(), *CurrentUser(c), c.Param("id"), c.Request().PostFormValue("fingerprint"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	_, err = h.DB.PreApprove(c.Request().Context(), *CurrentUser(c), id, c.Request().PostFormValue("fingerprint"))
 	var are *db.ApprovalRequiredError
 	if errors.As(err, &are) { // the playbook changed since the dialog was drawn
 		if then != "schedule" {
@@ -134,5 +142,5 @@ func (h *Handler) PlaybookApprove(c echo.Context) error {
 		return h.setPlaybookState(c, "enable", true, nil)
 	}
 	h.flash(c, "Tools approved.", false)
-	return redirect(c, "/playbooks/"+c.Param("id"))
+	return redirect(c, "/playbooks/"+url.PathEscape(id))
 }

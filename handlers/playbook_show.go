@@ -24,7 +24,11 @@ func (h *Handler) PlaybookShow(c echo.Context) error {
 func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 	ctx := c.Request().Context()
 	u := CurrentUser(c)
-	p, pairs, err := h.DB.PlaybookWithPairs(ctx, c.Param("id"))
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return views.PlaybookView{}, err
+	}
+	p, pairs, err := h.DB.PlaybookWithPairs(ctx, id)
 	if err != nil {
 		return views.PlaybookView{}, err
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -31,7 +30,7 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 }
 
 func (h *Handler) toolParam(c echo.Context) (db.Tool, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	id, err := numberParam(c, "id")
 	if err != nil {
 		return db.Tool{}, echo.ErrNotFound
 	}

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"strconv"
-
 	"github.com/labstack/echo/v4"
 )
 
@@ -10,7 +8,7 @@ import (
 // Another person's device is a 404, like one that does not exist: the
 // page does not say which ids exist.
 func (h *Handler) SettingsPushRemove(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	id, err := numberParam(c, "id")
 	if err != nil {
 		return echo.ErrNotFound
 	}

@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"strconv"
-
 	"github.com/labstack/echo/v4"
 )
 
 // WebhookDelete removes an endpoint; nothing more is sent to it.
 func (h *Handler) WebhookDelete(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	id, err := numberParam(c, "id")
 	if err != nil {
 		return echo.ErrNotFound
 	}

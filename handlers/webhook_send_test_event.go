@@ -1,15 +1,13 @@
 package handlers
 
 import (
-	"strconv"
-
 	"github.com/labstack/echo/v4"
 )
 
 // WebhookSendTestEvent queues a test event for one endpoint; its attempt
 // appears under "Recent attempts".
 func (h *Handler) WebhookSendTestEvent(c echo.Context) error {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	id, err := numberParam(c, "id")
 	if err != nil {
 		return echo.ErrNotFound
 	}

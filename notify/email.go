@@ -131,9 +131,12 @@ func firstLine(s string) string {
 // subject and plain-text body. It says what waits and links to each item's
 // page; it never carries argument values or the agent's stated reason (an
 // agent may copy arguments into it). Untrusted names are shown with their
-// hidden characters as visible markers, never cut.
+// hidden characters as visible markers, never cut, and with "://" written
+// "[:]//" so that no mail client turns a name a runtime chose into a link.
 func ComposeMail(base *url.URL, items []db.Delivery) (subject, body string) {
-	show := func(s string) string { return approval.Visible(s, approval.SingleLine).String() }
+	show := func(s string) string {
+		return strings.ReplaceAll(approval.Visible(s, approval.SingleLine).String(), "://", "[:]//")
+	}
 	if len(items) == 1 {
 		subject = "Approval needed: " + show(items[0].ToolDisplay)
 	} else {

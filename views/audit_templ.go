@@ -546,7 +546,7 @@ func Audit(v AuditView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = UntrustedText(l.Actor).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = Untrusted(l.Actor).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -83,6 +83,9 @@ func errorHandler(log *slog.Logger, h *handlers.Handler) echo.HTTPErrorHandler {
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		}
 		if strings.HasPrefix(c.Request().URL.Path, "/api/") {
+			// Every API answer is no-store, refusals made before the
+			// route's middleware ran (a body over the limit) included.
+			c.Response().Header().Set("Cache-Control", "no-store")
 			_ = c.JSON(status, map[string]any{"error": map[string]string{"code": code, "message": message}})
 			return
 		}

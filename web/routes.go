@@ -26,7 +26,8 @@ func (s *Server) routes() {
 	e.GET("/manifest.webmanifest", h.Manifest)
 
 	// Runtime API. Its contract is public; everything else needs a key.
-	e.GET("/api/v1/openapi.json", h.APIOpenAPI)
+	e.GET("/api/v1/openapi.json", h.APIOpenAPI, noStore)
+	e.HEAD("/api/v1/openapi.json", h.APIOpenAPI, noStore)
 	// The check authenticates its key in the round trip that reads the tool.
 	e.POST("/api/v1/tool-calls", h.APIToolCallCheck, noStore, bearerAPIKey)
 	api := e.Group("/api/v1", noStore, requireAPIKey(s.db))
@@ -39,7 +40,7 @@ func (s *Server) routes() {
 	api.PUT("/playbooks/:id", h.APIPlaybookPut)
 	api.POST("/playbooks/:id/enable", h.APIPlaybookEnable)
 	api.POST("/playbooks/:id/runs", h.APIPlaybookRun)
-	api.Any("/*", func(echo.Context) error { return echo.ErrNotFound })
+	api.Any("/*", s.apiNoRoute)
 
 	// Browser: session and CSRF on everything below.
 	browser := e.Group("", sessionMiddleware(s.Sessions), noStore, loadUser(s.Sessions, s.db, s.cfg.IsAdminEmail), csrfProtect(s.cfg.BaseURL))
@@ -93,6 +94,7 @@ func (s *Server) routes() {
 	admin.GET("/api-keys", h.APIKeysList)
 	admin.POST("/api-keys", h.APIKeyCreate)
 	admin.POST("/api-keys/:id/revoke", h.APIKeyRevoke)
+	admin.POST("/api-keys/:id/first-time-users", h.APIKeyFirstTimeUsers)
 	admin.GET("/webhooks", h.WebhooksList)
 	admin.POST("/webhooks", h.WebhookCreate)
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)

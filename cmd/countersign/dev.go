@@ -105,7 +105,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *noAgent {
 			return
 		}
-		agentKey, _, err := a.db.CreateAPIKey(ctx, "demo agent (countersign dev)", nil)
+		// The demo people may not have signed in yet when the agent first
+		// asks for them: let its items wait (dev only).
+		agentKey, _, err := a.db.CreateAPIKeyWith(ctx, "demo agent (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
 		if err != nil {
 			log.Error("demo agent key", "err", err)
 			return

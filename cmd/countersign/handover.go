@@ -81,7 +81,9 @@ func devAPIKey(ctx context.Context, store *db.DB, path string) (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
-	key, _, err := store.CreateAPIKey(ctx, "dev runtime (countersign dev)", nil)
+	// The demo people sign in only when someone opens the inbox: a dev
+	// runtime's items may wait for them.
+	key, _, err := store.CreateAPIKeyWith(ctx, "dev runtime (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
 	if err != nil {
 		return "", err
 	}

@@ -56,6 +56,12 @@ class Countersign:
         return self.request("PUT", "/api/v1/connectors/" + urllib.parse.quote(name, safe=""),
                             {"display_name": display_name, "kind": kind, "tools": tools})
 
+    def register_playbook(self, playbook_id, owner, definition):
+        """Register or update a playbook (it starts disabled until its owner
+        approves its tools)."""
+        return self.request("PUT", "/api/v1/playbooks/" + urllib.parse.quote(playbook_id, safe=""),
+                            {"owner": owner, "definition": definition})
+
     def gate(self, call_id, user, conversation_id, turn_id, connector, tool, arguments,
              reason="", playbook_run_id=""):
         """Check the call, wait for a person if one must decide, claim the

@@ -36,6 +36,22 @@ cs.sync_connector("mail", "Mail", [
 expect("allowed by policy", call("py-1", "search_messages", '{"query":"invoice from Acme"}'),
        allowed=True, via="policy", code="")
 
+# Names with ':' and '.' travel percent-encoded in the path and arrive as
+# sent: the connector, a check of its tool, and a playbook that uses it.
+synced = cs.sync_connector("ns:py.v1", "Namespaced", [
+    {"name": "t.read", "display_name": "Read", "annotations": {"readOnlyHint": True}}])
+if synced != {"connector": "ns:py.v1", "tools": 1}:
+    print("FAIL sync of ns:py.v1: %r" % (synced,))
+    sys.exit(1)
+expect("a namespaced tool", cs.gate("py-ns", "demo-member", conv, "turn-1", "ns:py.v1", "t.read", "{}"),
+       allowed=True, via="policy", code="")
+playbook = cs.register_playbook("pb:py.v1", "demo-member", {"name": "Namespaced playbook", "steps": [
+    {"id": "read", "work_type": {"id": "read", "version": "1"}, "tools": [{"connector": "ns:py.v1", "tool": "t.read"}]}]})
+if playbook.get("id") != "pb:py.v1":
+    print("FAIL playbook pb:py.v1: %r" % (playbook,))
+    sys.exit(1)
+print("ok   names with ':' and '.': %r %r" % (synced, playbook["id"]))
+
 # Keys out of order, non-ASCII text, numbers RFC 8785 rewrites: the claim
 # succeeds only if the local digest equals the server's.
 tricky = '{"to":"finance@acme.example","subject":"Rechnung \u00fc \U0001f4b6","amount":1E21,' \

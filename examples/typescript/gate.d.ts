@@ -49,6 +49,9 @@ export declare class Countersign {
   constructor(opts?: { baseUrl?: string; apiKey?: string; pollWait?: number });
   request(method: string, path: string, body?: unknown): Promise<any>;
   syncConnector(name: string, displayName: string, tools: ConnectorTool[], kind?: "connector" | "builtin"): Promise<{ connector: string; tools: number }>;
+  registerPlaybook(id: string, owner: string, definition: { name: string; instructions?: string; settings?: object;
+    steps: { id: string; title?: string; instructions?: string; work_type: { id: string; version: string };
+      tools?: { connector: string; tool: string }[] }[] }): Promise<{ id: string; fingerprint: string; enabled: boolean }>;
   /** Never throws; every failure is { allowed: false, code: "policy_unavailable" }. */
   gate(call: Call): Promise<Outcome>;
 }

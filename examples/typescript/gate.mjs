@@ -40,6 +40,11 @@ export class Countersign {
     return this.request("PUT", `/api/v1/connectors/${encodeURIComponent(name)}`, { display_name: displayName, kind, tools });
   }
 
+  /** Registers or updates a playbook (it starts disabled until its owner approves its tools). */
+  registerPlaybook(id, owner, definition) {
+    return this.request("PUT", `/api/v1/playbooks/${encodeURIComponent(id)}`, { owner, definition });
+  }
+
   /** Checks the call, waits for a person if one must decide, and claims the approval for exactly this call. Never throws. */
   async gate(call) {
     let approvalId = "";

@@ -27,6 +27,24 @@ await cs.syncConnector("mail", "Mail", [
 
 expect("allowed by policy", await call("ts-1", "search_messages", '{"query":"invoice from Acme"}'), { allowed: true, via: "policy", code: "" });
 
+// Names with ':' and '.' travel percent-encoded in the path and arrive as
+// sent: the connector, a check of its tool, and a playbook that uses it.
+const synced = await cs.syncConnector("ns:ts.v1", "Namespaced", [
+  { name: "t.read", display_name: "Read", annotations: { readOnlyHint: true } }]);
+if (synced.connector !== "ns:ts.v1" || synced.tools !== 1) {
+  console.log(`FAIL sync of ns:ts.v1: ${JSON.stringify(synced)}`);
+  process.exit(1);
+}
+expect("a namespaced tool", await cs.gate({ call_id: "ts-ns", user: "demo-member", conversation_id: conv, turn_id: "turn-1",
+  connector: "ns:ts.v1", tool: "t.read", arguments: "{}" }), { allowed: true, via: "policy", code: "" });
+const playbook = await cs.registerPlaybook("pb:ts.v1", "demo-member", { name: "Namespaced playbook", steps: [
+  { id: "read", work_type: { id: "read", version: "1" }, tools: [{ connector: "ns:ts.v1", tool: "t.read" }] }] });
+if (playbook.id !== "pb:ts.v1") {
+  console.log(`FAIL playbook pb:ts.v1: ${JSON.stringify(playbook)}`);
+  process.exit(1);
+}
+console.log(`ok   names with ':' and '.': ${JSON.stringify(synced)} ${playbook.id}`);
+
 // Keys out of order, non-ASCII text, numbers RFC 8785 rewrites: the claim
 // succeeds only if the local digest equals the server's.
 const tricky = '{"to":"finance@acme.example","subject":"Rechnung \u00fc \ud83d\udcb6","amount":1E21,' +

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -113,6 +114,14 @@ func (k *Contract) Check(req *http.Request, reqBody []byte, status int, header h
 			return "" // refused: the server does not offer it either
 		}
 		return at + ": the route is not in docs/openapi.yaml"
+	}
+	// The router matches the escaped path and hands its parameters over
+	// still percent-encoded; a path parameter's value is its decoded form
+	// (RFC 3986, as the server reads it), decoded once.
+	for name, v := range params {
+		if d, err := url.PathUnescape(v); err == nil {
+			params[name] = d
+		}
 	}
 	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route,
 		Options: &openapi3filter.Options{AuthenticationFunc: bearerPresent}}

@@ -153,10 +153,13 @@ func (e *Env) Logs() string {
 	return e.log.w.String()
 }
 
-// APIKey creates a runtime key.
+// APIKey creates a runtime key. Its items may wait for people who have
+// never signed in: tests ask for the demo people before (or without) their
+// first sign-in, as `countersign dev` does. A test of the unknown_user
+// refusal switches it off (the API keys page).
 func (e *Env) APIKey() string {
 	e.T.Helper()
-	key, _, err := e.DB.CreateAPIKey(context.Background(), "test runtime", nil)
+	key, _, err := e.DB.CreateAPIKeyWith(context.Background(), "test runtime", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
 	if err != nil {
 		e.T.Fatal(err)
 	}

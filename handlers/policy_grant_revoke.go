@@ -13,9 +13,9 @@ func (h *Handler) PolicyGrantRevoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(c.Param("grant"), 10, 64)
+	id, err := numberParam(c, "grant")
 	if err != nil {
-		return echo.ErrNotFound
+		return err
 	}
 	if err := h.DB.AdminRevokeScopedGrant(c.Request().Context(), *CurrentUser(c), t.ID, id); err != nil {
 		return err

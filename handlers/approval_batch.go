@@ -4,16 +4,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
-	"regexp"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/views"
 	"github.com/labstack/echo/v4"
 )
-
-// canonicalUUID is an approval id as the server issues it.
-var canonicalUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // ApprovalBatch decides several pending calls in one step: approve once,
 // or reject with one reason. Each item is decided on its own, exactly as if
@@ -59,7 +55,7 @@ func (h *Handler) decideInBatch(c echo.Context, u db.User, id string, ans db.Ans
 	out := views.BatchOutcome{ID: id}
 	var a db.Approval
 	var err error = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
-	if canonicalUUID.MatchString(id) {
+	if approval.CanonicalUUID(id) {
 		a, err = h.DB.Answer(ctx, id, u, ans)
 	}
 	if a.ID != "" {

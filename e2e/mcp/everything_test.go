@@ -237,28 +237,36 @@ func methods(fs []frame) map[string]int {
 	return m
 }
 
+// gatewaySetup builds the countersign binary and writes the key to a 0600
+// file (keyFile); env is this process's environment without COUNTERSIGN_ variables
+// (for the server direct), gwEnv the same with the gateway's settings.
+func gatewaySetup(t *testing.T, e *testenv.Env) (bin, keyFile string, env, gwEnv []string) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "countersign")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/countersign").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	keyFile = filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte(e.APIKey()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COUNTERSIGN_") {
+			env = append(env, kv)
+		}
+	}
+	gwEnv = append(slices.Clone(env), "COUNTERSIGN_URL="+e.BaseURL, "COUNTERSIGN_API_KEY_FILE="+keyFile,
+		"COUNTERSIGN_USER="+dev.DemoMember.Subject)
+	return bin, keyFile, env, gwEnv
+}
+
 func TestEverythingServerDirectAndThroughGateway(t *testing.T) {
 	node := requireTools(t)
 	requireFile(t, everything)
 	e := testenv.NewEnv(t)
 	member := e.NewBrowser()
 	member.SignIn("member")
-	bin := filepath.Join(t.TempDir(), "countersign")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/countersign").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, []byte(e.APIKey()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "COUNTERSIGN_") {
-			env = append(env, kv)
-		}
-	}
-	gwEnv := append(slices.Clone(env), "COUNTERSIGN_URL="+e.BaseURL, "COUNTERSIGN_API_KEY_FILE="+keyFile,
-		"COUNTERSIGN_USER="+dev.DemoMember.Subject)
+	bin, _, env, gwEnv := gatewaySetup(t, e)
 	gwArgs := []string{"mcp", "--connector", "everything", "--hold", "20s", "--", node, everything, "stdio"}
 
 	direct := startSession(t, node, []string{everything, "stdio"}, env)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -38,22 +37,7 @@ func TestInspectorCLIThroughGateway(t *testing.T) {
 	e := testenv.NewEnv(t)
 	member := e.NewBrowser()
 	member.SignIn("member")
-	bin := filepath.Join(t.TempDir(), "countersign")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/countersign").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(keyFile, []byte(e.APIKey()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "COUNTERSIGN_") {
-			env = append(env, kv)
-		}
-	}
-	gwEnv := append(slices.Clone(env), "COUNTERSIGN_URL="+e.BaseURL, "COUNTERSIGN_API_KEY_FILE="+keyFile,
-		"COUNTERSIGN_USER="+dev.DemoMember.Subject)
+	bin, keyFile, env, gwEnv := gatewaySetup(t, e)
 	direct := []string{node, everything, "stdio"}
 	// The Inspector hands its server only a few variables (HOME, PATH, …):
 	// the gateway's settings are flags, in a script.

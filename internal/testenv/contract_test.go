@@ -13,8 +13,8 @@ func TestContractCatchesDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	approval := `{"id":"a1","call_id":"c1","status":"pending","expires_at":"2026-11-30T10:10:00Z","expires_in_ms":1000,"arguments_digest":"sha256:ab",` +
-		`"elicitation":{"id":"a1","type":"elicitation","elicitation_type":"tool_call_approval","message":"m","name":"mail.send",` +
+	approval := `{"id":"5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f","call_id":"c1","status":"pending","expires_at":"2026-11-30T10:10:00Z","expires_in_ms":1000,"arguments_digest":"sha256:abababababababababababababababababababababababababababababababab",` +
+		`"elicitation":{"id":"5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f","type":"elicitation","elicitation_type":"tool_call_approval","message":"m","name":"mail.send",` +
 		`"arguments":{"parsed":true,"lines":[{"key":"to","value":"x","length":1,"shortened":false}]}}}`
 	check := `{"call_id":"c1","user":"u","conversation_id":"v","turn_id":"t","connector":"mail","tool":"send","arguments":"{}"}`
 	cases := []struct {
@@ -24,7 +24,7 @@ func TestContractCatchesDrift(t *testing.T) {
 		respBody                    string
 		want                        string // part of the problem; "" for none
 	}{
-		{"OK", "GET", "/api/v1/approvals/a1", "", false, 200, approval, ""},
+		{"OK", "GET", "/api/v1/approvals/5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f", "", false, 200, approval, ""},
 		{"OKCheck", "POST", "/api/v1/tool-calls", check, false, 200, `{"call_id":"c1","decision":"allow","via":"policy"}`, ""},
 		{"OKRefusedBadRequest", "POST", "/api/v1/tool-calls", `{"colour":1}`, false, 400,
 			`{"error":{"code":"invalid_request","message":"Unknown field colour."}}`, ""},
@@ -33,12 +33,12 @@ func TestContractCatchesDrift(t *testing.T) {
 		{"ErrUndocumentedRoute", "PUT", "/api/v1/connectors/mail/widgets/send", `{}`, false, 200, `{}`, "route is not in"},
 		{"ErrUndocumentedRequestField", "POST", "/api/v1/tool-calls", strings.Replace(check, `}`, `,"priority":"high"}`, 1),
 			false, 200, `{"call_id":"c1","decision":"allow","via":"policy"}`, "accepted a request"},
-		{"ErrNoKeyAccepted", "GET", "/api/v1/approvals/a1", "", true, 200, approval, "accepted a request"},
-		{"ErrUndocumentedResponseField", "GET", "/api/v1/approvals/a1", "", false, 200,
+		{"ErrNoKeyAccepted", "GET", "/api/v1/approvals/5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f", "", true, 200, approval, "accepted a request"},
+		{"ErrUndocumentedResponseField", "GET", "/api/v1/approvals/5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f", "", false, 200,
 			strings.Replace(approval, `"status"`, `"mood":"calm","status"`, 1), "does not match"},
-		{"ErrUndocumentedStatus", "GET", "/api/v1/approvals/a1", "", false, 409,
+		{"ErrUndocumentedStatus", "GET", "/api/v1/approvals/5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f", "", false, 409,
 			`{"error":{"code":"not_approved","message":"x"}}`, "does not match"},
-		{"ErrUndocumentedCode", "GET", "/api/v1/approvals/a1", "", false, 404,
+		{"ErrUndocumentedCode", "GET", "/api/v1/approvals/5b0c2c7e-8f1a-4b6e-9d3c-1a2b3c4d5e6f", "", false, 404,
 			`{"error":{"code":"approval_pending","message":"x"}}`, "does not match"},
 		{"ErrMissingField", "POST", "/api/v1/tool-calls", check, false, 200, `{"decision":"allow"}`, "does not match"},
 	}

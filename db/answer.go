@@ -39,97 +39,37 @@ type Answer struct {
 // standing grant ends after the duration asked for, which may not exceed
 // the tool's cap.
 func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (Approval, error) {
-	dec, reason := ans.Decision, ans.Reason
+	dec := ans.Decision
 	var out Approval
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		a, err := getApproval(ctx, tx, id, false)
 		if err != nil {
 			return err
 		}
-		if a.OwnerSubject != reviewer.Subject {
-			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
-		}
-		standing := dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching
-		if !approval.Offered(dec, a.AvailableDecisions) {
-			if standing {
-				return errStandingNotOffered
-			}
-			return approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
-		}
-		var length time.Duration
-		if standing {
-			if err := holdStandingOffered(ctx, tx, a.ToolID, dec); err != nil {
-				return err
-			}
-			if length, err = grantLength(ctx, tx, a.ToolID, ans.Duration); err != nil {
-				return err
-			}
-		}
-		var sc chosenScope
-		if dec == approval.AlwaysMatching {
-			// Chosen from what the server proposes for the call as stored,
-			// read before the decision forgets its full text.
-			if sc, err = chooseScope(ctx, tx, a, ans.Scope); err != nil {
-				return err
-			}
-		}
-		status, scope := approval.StatusApproved, string(dec.Scope())
-		if dec == approval.Reject {
-			status = approval.StatusRejected
-		}
-		var scopeArg *string
-		if status == approval.StatusApproved {
-			scopeArg = &scope
-		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, reviewer_note = $6, decided_at = now()
-			WHERE id = $1 AND status = 'pending' AND expires_at > now() AND $7::text = ANY(available_decisions)
-			  AND (NOT $8 OR EXISTS (SELECT 1 FROM tools t WHERE t.id = approvals.tool_id
-				AND (t.standing_approval OR ($7 = 'always_matching' AND t.matchable))))`,
-			id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason), reviewerNote(dec, reason), string(dec), standing)
+		p, err := planAnswer(ctx, tx, a, reviewer, ans)
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
+		decided, err := recordDecision(ctx, tx, id, reviewer, ans, p.standing)
+		if err != nil {
+			return err
+		}
+		if !decided {
 			if err := notOfferedNow(ctx, tx, id, dec); err != nil {
 				return err
 			}
 			out, err = lostDecision(ctx, tx, id, reviewer)
 			return err
 		}
-		if standing {
-			var conv *string
-			if dec == approval.ApproveConversation {
-				conv = &a.ConversationID
-			}
-			// The grant carries the policy version the person saw when asked.
-			if _, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id,
-					expires_at, scope, scope_words)
-				VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN now() + make_interval(secs => $6::bigint) END, $7, $8)`,
-				a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID, int64(length/time.Second), sc.data, sc.words); err != nil {
+		if p.standing {
+			if err := insertGrant(ctx, tx, a, dec, p); err != nil {
 				return err
 			}
 		}
 		if out, err = getApproval(ctx, tx, id, false); err != nil {
 			return err
 		}
-		detail := map[string]any{}
-		if dec == approval.Reject {
-			detail["reason_given"] = out.RejectReason != ""
-		}
-		if out.ReviewerNote != "" {
-			detail["note_given"] = true
-		}
-		if standing {
-			detail["duration"] = approval.DurationWords(length)
-		}
-		if sc.data != nil {
-			detail["scope_kind"], detail["scope"] = sc.scope.Kind(), sc.scope.Fingerprint()
-		}
-		if ans.BatchID != "" {
-			detail["batch_id"] = ans.BatchID
-		}
-		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), detail)); err != nil {
+		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), answerDetail(out, ans, p))); err != nil {
 			return err
 		}
 		if err := outboxApproval(ctx, tx, EventApprovalDecided, out); err != nil {
@@ -138,6 +78,112 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
 	})
 	return out, translate("decide approval", err)
+}
+
+// answerPlan is what an answer asks for beyond the item's status: whether
+// it is standing, for how long, and the scope chosen for "Always allow
+// calls like this".
+type answerPlan struct {
+	standing bool
+	length   time.Duration
+	sc       chosenScope
+}
+
+// planAnswer checks that reviewer owns item a and that the answer is
+// offered, and reads the grant's length and scope the answer asks for.
+func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer) (answerPlan, error) {
+	dec := ans.Decision
+	var p answerPlan
+	if a.OwnerSubject != reviewer.Subject {
+		return p, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	}
+	p.standing = dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching
+	if !approval.Offered(dec, a.AvailableDecisions) {
+		if p.standing {
+			return p, errStandingNotOffered
+		}
+		return p, approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
+	}
+	var err error
+	if p.standing {
+		if err := holdStandingOffered(ctx, tx, a.ToolID, dec); err != nil {
+			return p, err
+		}
+		if p.length, err = grantLength(ctx, tx, a.ToolID, ans.Duration); err != nil {
+			return p, err
+		}
+	}
+	if dec == approval.AlwaysMatching {
+		// Chosen from what the server proposes for the call as stored,
+		// read before the decision forgets its full text.
+		if p.sc, err = chooseScope(ctx, tx, a, ans.Scope); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// recordDecision is the one conditional UPDATE: it decides item id only
+// while it is pending, unexpired, offers the answer and (for a standing
+// answer) its tool still offers standing approval. It reports whether it
+// did.
+func recordDecision(ctx context.Context, tx pgx.Tx, id string, reviewer User, ans Answer, standing bool) (bool, error) {
+	dec, reason := ans.Decision, ans.Reason
+	status, scope := approval.StatusApproved, string(dec.Scope())
+	if dec == approval.Reject {
+		status = approval.StatusRejected
+	}
+	var scopeArg *string
+	if status == approval.StatusApproved {
+		scopeArg = &scope
+	}
+	tag, err := tx.Exec(ctx, `
+			UPDATE approvals SET status = $2, scope = $3, reviewer_id = $4, reject_reason = $5, reviewer_note = $6, decided_at = now()
+			WHERE id = $1 AND status = 'pending' AND expires_at > now() AND $7::text = ANY(available_decisions)
+			  AND (NOT $8 OR EXISTS (SELECT 1 FROM tools t WHERE t.id = approvals.tool_id
+				AND (t.standing_approval OR ($7 = 'always_matching' AND t.matchable))))`,
+		id, string(status), scopeArg, reviewer.ID, rejectReason(dec, reason), reviewerNote(dec, reason), string(dec), standing)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// insertGrant records the standing grant a standing answer dec on item a
+// gives.
+func insertGrant(ctx context.Context, tx pgx.Tx, a Approval, dec approval.Decision, p answerPlan) error {
+	var conv *string
+	if dec == approval.ApproveConversation {
+		conv = &a.ConversationID
+	}
+	// The grant carries the policy version the person saw when asked.
+	_, err := tx.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, conversation_id, policy_version, approval_id,
+					expires_at, scope, scope_words)
+				VALUES ($1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN now() + make_interval(secs => $6::bigint) END, $7, $8)`,
+		a.OwnerSubject, a.ToolID, conv, a.PolicyVersion, a.ID, int64(p.length/time.Second), p.sc.data, p.sc.words)
+	return err
+}
+
+// answerDetail is the audit line's detail for answer ans on item out, as
+// decided.
+func answerDetail(out Approval, ans Answer, p answerPlan) map[string]any {
+	detail := map[string]any{}
+	if ans.Decision == approval.Reject {
+		detail["reason_given"] = out.RejectReason != ""
+	}
+	if out.ReviewerNote != "" {
+		detail["note_given"] = true
+	}
+	if p.standing {
+		detail["duration"] = approval.DurationWords(p.length)
+	}
+	if p.sc.data != nil {
+		detail["scope_kind"], detail["scope"] = p.sc.scope.Kind(), p.sc.scope.Fingerprint()
+	}
+	if ans.BatchID != "" {
+		detail["batch_id"] = ans.BatchID
+	}
+	return detail
 }
 
 // errStandingNotOffered refuses a standing answer for a tool that does not

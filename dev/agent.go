@@ -73,15 +73,9 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 	if o.MaxOutstanding <= 0 {
 		o.MaxOutstanding = 4
 	}
-	for name, conn := range DemoCatalog {
-		if err := o.Client.SyncConnector(ctx, name, conn); err != nil {
-			return fmt.Errorf("register the demo catalog: %w", err)
-		}
+	if err := registerDemo(ctx, o); err != nil {
+		return err
 	}
-	if err := o.Client.RegisterPlaybook(ctx, DemoPlaybookID, o.User, DemoPlaybook()); err != nil {
-		return fmt.Errorf("register the demo playbook: %w", err)
-	}
-	fmt.Fprintf(o.Out, "demo agent: catalog and playbook %q registered; playing turns for %s every %s\n", DemoPlaybook().Name, o.User, o.Interval)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sem := make(chan struct{}, o.MaxOutstanding)
@@ -97,9 +91,7 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 				defer wg.Done()
 				playRun(ctx, o)
 			}()
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
+			if !nextTick(ctx, tick) {
 				return nil
 			}
 			continue
@@ -107,50 +99,79 @@ func RunAgent(ctx context.Context, o AgentOptions) error {
 		select {
 		case sem <- struct{}{}:
 		default: // enough calls are waiting for a person; try again later
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
+			if !nextTick(ctx, tick) {
 				return nil
 			}
 			continue
 		}
-		step := demoScript[i%len(demoScript)]
-		n := turn.Add(1)
-		call := client.Call{
-			CallID: fmt.Sprintf("call-%d-%d", time.Now().Unix(), n), User: o.User,
-			ConversationID: fmt.Sprintf("conv-%d", 1+n%3), TurnID: fmt.Sprintf("turn-%d", n),
-			Connector: step.connector, Tool: step.tool, Arguments: step.args, Reason: step.reason,
-			Runtime: &client.Runtime{Client: "Countersign demo agent"},
-		}
+		call := turnCall(demoScript[i%len(demoScript)], turn.Add(1), o.User)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out, err := o.Client.Gate(ctx, call)
-			if ctx.Err() != nil {
-				return
-			}
-			line := fmt.Sprintf("[%s %s] %s.%s → ", call.ConversationID, call.TurnID, call.Connector, call.Tool)
-			if out.Allowed {
-				line += "runs (" + out.Via
-				if out.Scope != "" {
-					line += ", " + out.Scope
-				}
-				line += ")"
-			} else {
-				line += "does not run: " + out.Code + " — " + out.Message
-			}
-			if err != nil {
-				line += " [" + err.Error() + "]"
-			}
-			fmt.Fprintln(o.Out, line)
+			playCall(ctx, o, call)
 		}()
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
+		if !nextTick(ctx, tick) {
 			return nil
 		}
 	}
+}
+
+// registerDemo registers the demo catalog and playbook.
+func registerDemo(ctx context.Context, o AgentOptions) error {
+	for name, conn := range DemoCatalog {
+		if err := o.Client.SyncConnector(ctx, name, conn); err != nil {
+			return fmt.Errorf("register the demo catalog: %w", err)
+		}
+	}
+	if err := o.Client.RegisterPlaybook(ctx, DemoPlaybookID, o.User, DemoPlaybook()); err != nil {
+		return fmt.Errorf("register the demo playbook: %w", err)
+	}
+	fmt.Fprintf(o.Out, "demo agent: catalog and playbook %q registered; playing turns for %s every %s\n", DemoPlaybook().Name, o.User, o.Interval)
+	return nil
+}
+
+// nextTick waits for the next tick; it is false once ctx ends.
+func nextTick(ctx context.Context, tick *time.Ticker) bool {
+	select {
+	case <-tick.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// turnCall is turn n's call of step for user, in one of three
+// conversations.
+func turnCall(step demoCall, n int64, user string) client.Call {
+	return client.Call{
+		CallID: fmt.Sprintf("call-%d-%d", time.Now().Unix(), n), User: user,
+		ConversationID: fmt.Sprintf("conv-%d", 1+n%3), TurnID: fmt.Sprintf("turn-%d", n),
+		Connector: step.connector, Tool: step.tool, Arguments: step.args, Reason: step.reason,
+		Runtime: &client.Runtime{Client: "Countersign demo agent"},
+	}
+}
+
+// playCall gates call and prints what the model would receive.
+func playCall(ctx context.Context, o AgentOptions, call client.Call) {
+	out, err := o.Client.Gate(ctx, call)
+	if ctx.Err() != nil {
+		return
+	}
+	line := fmt.Sprintf("[%s %s] %s.%s → ", call.ConversationID, call.TurnID, call.Connector, call.Tool)
+	if out.Allowed {
+		line += "runs (" + out.Via
+		if out.Scope != "" {
+			line += ", " + out.Scope
+		}
+		line += ")"
+	} else {
+		line += "does not run: " + out.Code + " — " + out.Message
+	}
+	if err != nil {
+		line += " [" + err.Error() + "]"
+	}
+	fmt.Fprintln(o.Out, line)
 }
 
 // playRun starts a run of the demo playbook, as its schedule would, and

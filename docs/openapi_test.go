@@ -54,3 +54,42 @@ func TestOpenAPIServersFromBaseURL(t *testing.T) {
 		t.Fatal("without a base URL the document is served as committed")
 	}
 }
+
+// TestSharedRefusalsOnEveryOperation: 405 and 413 can answer any request
+// (a method its path does not offer, a body over the limit), so every
+// operation lists both.
+func TestSharedRefusalsOnEveryOperation(t *testing.T) {
+	b, err := OpenAPIJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ops := 0
+	for path, item := range doc.Paths {
+		for method, raw := range item {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			ops++
+			for _, code := range []string{"405", "413"} {
+				if _, ok := op.Responses[code]; !ok {
+					t.Errorf("%s %s does not list %s", strings.ToUpper(method), path, code)
+				}
+			}
+		}
+	}
+	if ops < 10 {
+		t.Fatalf("only %d operations found", ops)
+	}
+}

@@ -25,7 +25,29 @@ func (s *Server) routes() {
 	e.GET("/sw.js", h.ServiceWorker)
 	e.GET("/manifest.webmanifest", h.Manifest)
 
-	// Runtime API. Its contract is public; everything else needs a key.
+	s.apiRoutes()
+
+	// Browser: session and CSRF on everything below.
+	browser := e.Group("", sessionMiddleware(s.Sessions), noStore, loadUser(s.Sessions, s.db, s.cfg.IsAdminEmail), csrfProtect(s.cfg.BaseURL))
+
+	// Public browser routes, the only ones reachable signed out.
+	browser.GET("/signin", h.SignInPage)
+	browser.GET("/auth/login", h.Login)
+	browser.GET("/auth/callback", h.Callback)
+
+	user := browser.Group("", requireUser)
+	s.userRoutes(user)
+	s.adminRoutes(user)
+
+	// Unknown pages pass through the browser middleware, so that the 404
+	// page of a signed-in person keeps the navigation.
+	browser.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
+}
+
+// apiRoutes is the runtime API. Its contract is public; everything else
+// needs a key.
+func (s *Server) apiRoutes() {
+	e, h := s.Echo, s.Handler
 	e.GET("/api/v1/openapi.json", h.APIOpenAPI, noStore)
 	e.HEAD("/api/v1/openapi.json", h.APIOpenAPI, noStore)
 	// The check authenticates its key in the round trip that reads the tool.
@@ -41,16 +63,12 @@ func (s *Server) routes() {
 	api.POST("/playbooks/:id/enable", h.APIPlaybookEnable)
 	api.POST("/playbooks/:id/runs", h.APIPlaybookRun)
 	api.Any("/*", s.apiNoRoute)
+}
 
-	// Browser: session and CSRF on everything below.
-	browser := e.Group("", sessionMiddleware(s.Sessions), noStore, loadUser(s.Sessions, s.db, s.cfg.IsAdminEmail), csrfProtect(s.cfg.BaseURL))
-
-	// Public browser routes, the only ones reachable signed out.
-	browser.GET("/signin", h.SignInPage)
-	browser.GET("/auth/login", h.Login)
-	browser.GET("/auth/callback", h.Callback)
-
-	user := browser.Group("", requireUser)
+// userRoutes are the screens of a signed-in person: the inbox, an item,
+// standing grants, playbooks and settings.
+func (s *Server) userRoutes(user *echo.Group) {
+	h := s.Handler
 	user.GET("/", h.InboxList)
 	user.GET("/approvals/:id", h.ApprovalShow)
 	user.GET("/approvals/:id/values/:n", h.ApprovalValue)
@@ -74,7 +92,11 @@ func (s *Server) routes() {
 	user.POST("/settings/email", h.SettingsEmail)
 	user.POST("/settings/push", h.SettingsPushSubscribe)
 	user.POST("/settings/push/:id/remove", h.SettingsPushRemove)
+}
 
+// adminRoutes are the admin screens under /admin, and their short names.
+func (s *Server) adminRoutes(user *echo.Group) {
+	h := s.Handler
 	// Admin screens by their short names, as a person may type them: each
 	// leads to its page under /admin (404 there for anyone not an admin).
 	for _, name := range []string{"policies", "audit", "insights", "api-keys", "webhooks"} {
@@ -99,10 +121,6 @@ func (s *Server) routes() {
 	admin.POST("/webhooks", h.WebhookCreate)
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)
 	admin.POST("/webhooks/:id/delete", h.WebhookDelete)
-
-	// Unknown pages pass through the browser middleware, so that the 404
-	// page of a signed-in person keeps the navigation.
-	browser.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

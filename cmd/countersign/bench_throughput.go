@@ -1,141 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/countersign/countersign/approval"
-	"github.com/countersign/countersign/client"
-	"github.com/countersign/countersign/db"
-	"github.com/countersign/countersign/dev"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// runOnce is one operation of a throughput measurement, by worker w.
-type runOnce func(ctx context.Context, w, i int) error
-
-// rateResult is what a throughput measurement saw.
-type rateResult struct {
-	n      int
-	el     time.Duration
-	lat    []time.Duration
-	groups string // the checks' mean group sizes (groupSizes), if any
-}
-
-// groupSizes says how many group statements an instance sent in d (a
-// difference of db.GroupStats) and how many checks each carried on average.
-func groupSizes(d db.GroupStats) string {
-	per := func(checks, groups int64) string {
-		if groups == 0 {
-			return "none"
-		}
-		return fmt.Sprintf("%.1f checks each", float64(checks)/float64(groups))
-	}
-	return fmt.Sprintf("reads: %d statements, %s; writes: %d batches, %s", d.ReadGroups, per(d.Reads, d.ReadGroups),
-		d.WriteGroups, per(d.Writes, d.WriteGroups))
-}
-
-func (r rateResult) perSec() float64 { return float64(r.n) / r.el.Seconds() }
-
-// measureRate runs op from workers goroutines for d (after a short warm-up
-// that is not counted) and returns the completed operations and their
-// latencies. The first error stops the measurement.
-func measureRate(ctx context.Context, workers int, d time.Duration, op runOnce) (rateResult, error) {
-	var seq atomic.Int64
-	run := func(d time.Duration, keep bool) (rateResult, error) {
-		var mu sync.Mutex
-		var res rateResult
-		var firstErr error
-		deadline := time.Now().Add(d)
-		start := time.Now()
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				var lat []time.Duration
-				var err error
-				for time.Now().Before(deadline) && ctx.Err() == nil {
-					t0 := time.Now()
-					if err = op(ctx, w, int(seq.Add(1))); err != nil {
-						break
-					}
-					lat = append(lat, time.Since(t0))
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				res.n += len(lat)
-				if keep {
-					res.lat = append(res.lat, lat...)
-				}
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-			}(w)
-		}
-		wg.Wait()
-		res.el = time.Since(start)
-		return res, firstErr
-	}
-	if _, err := run(d/8, false); err != nil {
-		return rateResult{}, err
-	}
-	return run(d, true)
-}
-
-// alternations is how many turns each of two alternated measurements
-// takes (alternate).
-const alternations = 4
-
-// alternate measures a and b in turns, slices times each for d/slices,
-// and returns each one's slices together: both see the machine as it is
-// during adjacent seconds, so its drift falls on both alike. The turns go
-// a b, b a, a b, ...: a steady drift favours neither. After each turn of
-// a, settle waits for the work a left behind (sealing its audit lines,
-// planning its notifications), so that b's turn does not carry it. errB
-// names a failure of b.
-func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce,
-	settle func(context.Context) error, errB string) (ra, rb rateResult, err error) {
-	add := func(sum *rateResult, op runOnce) error {
-		r, err := measureRate(ctx, workers, d/time.Duration(slices), op)
-		sum.n, sum.el, sum.lat = sum.n+r.n, sum.el+r.el, append(sum.lat, r.lat...)
-		return err
-	}
-	turnA := func() error {
-		if err := add(&ra, a); err != nil {
-			return err
-		}
-		return settle(ctx)
-	}
-	turnB := func() error {
-		if err := add(&rb, b); err != nil {
-			return fmt.Errorf("%s: %w", errB, err)
-		}
-		return nil
-	}
-	for i := range slices {
-		first, second := turnA, turnB
-		if i%2 == 1 {
-			first, second = turnB, turnA
-		}
-		if err := first(); err != nil {
-			return ra, rb, err
-		}
-		if err := second(); err != nil {
-			return ra, rb, err
-		}
-	}
-	return ra, rb, nil
-}
 
 // settled waits until every audit line is sealed and every outbox event
 // planned: what a measurement leaves for the background to do.
@@ -171,62 +45,18 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 		return err
 	}
 	fmt.Fprintf(stdout, "Throughput, %d concurrent runtimes, %s per measurement\n", workers, d)
-	row := func(name string, r rateResult, extra string) {
-		fmt.Fprintf(stdout, "  %-44s %8.0f/s  p50 %8s  p99 %8s  %s\n", name, r.perSec(), pct(r.lat, 50), pct(r.lat, 99), extra)
-		if r.groups != "" {
-			fmt.Fprintf(stdout, "  %-44s %s\n", "", r.groups)
-		}
-	}
-	health, err := measureRate(ctx, workers, d, func(ctx context.Context, _, _ int) error { return getOK(ctx, hc, b.base+"/healthz") })
+	f, err := b.measureFloors(ctx, workers, d, hc, floors, stdout)
 	if err != nil {
-		return fmt.Errorf("healthz: %w", err)
-	}
-	row("GET /healthz (HTTP stack alone)", health, "floor")
-	ready, err := measureRate(ctx, workers, d, func(ctx context.Context, _, _ int) error { return getReady(ctx, hc, b.base+"/readyz") })
-	if err != nil {
-		return fmt.Errorf("readyz: %w", err)
-	}
-	row("GET /readyz (HTTP + one Postgres round trip)", ready, fmt.Sprintf("floor, %.2f× healthz", ready.perSec()/health.perSec()))
-	commits, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
-		_, err := floors.Exec(ctx, `INSERT INTO bench_commits (v) VALUES ($1)`, strconv.Itoa(i))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("commits: %w", err)
-	}
-	row("single-row INSERT commits (Postgres alone)", commits, "floor")
-	notify := func(ctx context.Context, _, i int) error {
-		_, err := floors.Exec(ctx, `WITH i AS (INSERT INTO bench_commits (v) VALUES ($1) RETURNING id)
-			SELECT pg_notify('countersign_bench', id::text) FROM i`, strconv.Itoa(i))
 		return err
 	}
-	notifies, err := measureRate(ctx, workers, d, notify)
-	if err != nil {
-		return fmt.Errorf("commits with notify: %w", err)
-	}
-	row("single-row INSERT + pg_notify commits", notifies, "floor")
-
-	verdict := func(ok bool) string {
-		if ok {
-			return "PASS"
-		}
-		return "FAIL"
-	}
-	check := func(p checkPath) (rateResult, error) {
-		before := b.db.GroupStats()
-		r, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
-			return b.checkOnce(ctx, hc, p, i)
-		})
-		r.groups = groupSizes(b.db.GroupStats().Since(before))
-		return r, err
-	}
+	check := func(p checkPath) (rateResult, error) { return b.measureCheck(ctx, workers, d, hc, p) }
 	policy, err := check(paths[0])
 	if err != nil {
 		return fmt.Errorf("allowed by policy: %w", err)
 	}
-	pr := policy.perSec() / health.perSec()
-	row("check allowed by policy", policy, fmt.Sprintf("%.2f× healthz (%.2f× readyz)  %s (≥5000/s, ≥0.30×, p99 ≤10ms)",
-		pr, policy.perSec()/ready.perSec(), verdict(policy.perSec() >= 5000 && pr >= 0.30 && pctD(policy.lat, 99) <= 10*time.Millisecond)))
+	pr := policy.perSec() / f.health.perSec()
+	rateRow(stdout, "check allowed by policy", policy, fmt.Sprintf("%.2f× healthz (%.2f× readyz)  %s (≥5000/s, ≥0.30×, p99 ≤10ms)",
+		pr, policy.perSec()/f.ready.perSec(), passFail(policy.perSec() >= 5000 && pr >= 0.30 && pctD(policy.lat, 99) <= 10*time.Millisecond)))
 	stopUnsealed := b.sampleUnsealed(ctx)
 	stopSampling := b.sampleWaits(ctx)
 	grant, err := check(paths[1])
@@ -234,41 +64,134 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	if err != nil {
 		return fmt.Errorf("allowed by a grant: %w", err)
 	}
-	gr := grant.perSec() / commits.perSec()
-	row("check allowed by \"Always allow\" (audited)", grant, fmt.Sprintf("%.2f× commits  %s (≥0.20×)", gr, verdict(gr >= 0.20)))
+	gr := grant.perSec() / f.commits.perSec()
+	rateRow(stdout, "check allowed by \"Always allow\" (audited)", grant, fmt.Sprintf("%.2f× commits  %s (≥0.20×)", gr, passFail(gr >= 0.20)))
 	// Three instances run the same path next, on the database as one
 	// instance left it: before the pending run adds thousands of waiting
 	// items that both would otherwise not have seen alike.
 	if err := b.threeInstances(ctx, workers, d, hc, paths[1], grant, func() (rateResult, error) { return check(paths[1]) }, stdout); err != nil {
 		return err
 	}
-	// The pending run is compared with the NOTIFY floor measured in turns
-	// with it (alternations turns each): this machine's rates drift within
-	// a minute (the same floor has measured 1,345/s and 3,599/s in runs
-	// minutes apart), and the floor at the run's start was measured a
-	// minute earlier.
-	stopSampling = b.sampleWaits(ctx)
-	before := b.db.GroupStats()
-	pending, notifiesAlong, err := alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
-		return b.checkOnce(ctx, hc, paths[2], i)
-	}, notify, b.settled, "commits with notify")
-	pending.groups = groupSizes(b.db.GroupStats().Since(before))
-	pSamples, pWaits := stopSampling()
+	p, err := b.measurePending(ctx, workers, d, hc, paths[2], f.notify)
 	window := stopUnsealed()
 	if err != nil {
 		return fmt.Errorf("creating a pending item: %w", err)
 	}
-	nr := pending.perSec() / notifiesAlong.perSec()
-	row("check creating a pending item", pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.50×)", nr, verdict(nr >= 0.50)))
-	fmt.Fprintf(stdout, "  %-44s commits+NOTIFY %.0f/s in turns with it, %d×%s each (%.0f/s at the start)\n", "",
-		notifiesAlong.perSec(), alternations, d/alternations, notifies.perSec())
+	reportPending(stdout, d, f, p)
 	fmt.Fprintf(stdout, "  request backends waiting on an advisory lock during the audited run: %d in %d samples\n", waits["Lock:advisory"], samples)
 	fmt.Fprintf(stdout, "  busy backends, audited run (%d samples): %s\n", samples, topWaits(waits, 6))
-	fmt.Fprintf(stdout, "  busy backends, pending run and the sealer's catching up after its turns (%d samples): %s\n", pSamples, topWaits(pWaits, 6))
+	fmt.Fprintf(stdout, "  busy backends, pending run and the sealer's catching up after its turns (%d samples): %s\n", p.samples, topWaits(p.waits, 6))
 	fmt.Fprintf(stdout, "  unsealed audit window during the audited runs and the pending run: at most %s  %s (<1s)\n",
-		window.Round(time.Millisecond), verdict(window < time.Second))
+		window.Round(time.Millisecond), passFail(window < time.Second))
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// rateRow prints one measurement: its rate, its latencies, extra (the
+// comparison and the verdict) and, for checks, the group sizes.
+func rateRow(stdout io.Writer, name string, r rateResult, extra string) {
+	fmt.Fprintf(stdout, "  %-44s %8.0f/s  p50 %8s  p99 %8s  %s\n", name, r.perSec(), pct(r.lat, 50), pct(r.lat, 99), extra)
+	if r.groups != "" {
+		fmt.Fprintf(stdout, "  %-44s %s\n", "", r.groups)
+	}
+}
+
+// passFail is a target's verdict.
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// floorRates are the floors the check's paths are compared with.
+type floorRates struct {
+	health, ready, commits, notifies rateResult
+	// notify is one commit with NOTIFY: measured again in turns with the
+	// pending run.
+	notify runOnce
+}
+
+// measureFloors measures the HTTP stack alone, one Postgres round trip
+// behind it, Postgres commits alone and commits with NOTIFY.
+func (b *benchServer) measureFloors(ctx context.Context, workers int, d time.Duration, hc *http.Client, floors *pgxpool.Pool, stdout io.Writer) (floorRates, error) {
+	var f floorRates
+	var err error
+	f.health, err = measureRate(ctx, workers, d, func(ctx context.Context, _, _ int) error { return getOK(ctx, hc, b.base+"/healthz") })
+	if err != nil {
+		return f, fmt.Errorf("healthz: %w", err)
+	}
+	rateRow(stdout, "GET /healthz (HTTP stack alone)", f.health, "floor")
+	f.ready, err = measureRate(ctx, workers, d, func(ctx context.Context, _, _ int) error { return getReady(ctx, hc, b.base+"/readyz") })
+	if err != nil {
+		return f, fmt.Errorf("readyz: %w", err)
+	}
+	rateRow(stdout, "GET /readyz (HTTP + one Postgres round trip)", f.ready, fmt.Sprintf("floor, %.2f× healthz", f.ready.perSec()/f.health.perSec()))
+	f.commits, err = measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+		_, err := floors.Exec(ctx, `INSERT INTO bench_commits (v) VALUES ($1)`, strconv.Itoa(i))
+		return err
+	})
+	if err != nil {
+		return f, fmt.Errorf("commits: %w", err)
+	}
+	rateRow(stdout, "single-row INSERT commits (Postgres alone)", f.commits, "floor")
+	f.notify = func(ctx context.Context, _, i int) error {
+		_, err := floors.Exec(ctx, `WITH i AS (INSERT INTO bench_commits (v) VALUES ($1) RETURNING id)
+			SELECT pg_notify('countersign_bench', id::text) FROM i`, strconv.Itoa(i))
+		return err
+	}
+	f.notifies, err = measureRate(ctx, workers, d, f.notify)
+	if err != nil {
+		return f, fmt.Errorf("commits with notify: %w", err)
+	}
+	rateRow(stdout, "single-row INSERT + pg_notify commits", f.notifies, "floor")
+	return f, nil
+}
+
+// measureCheck measures checks of path p, with the group sizes they were
+// sent in.
+func (b *benchServer) measureCheck(ctx context.Context, workers int, d time.Duration, hc *http.Client, p checkPath) (rateResult, error) {
+	before := b.db.GroupStats()
+	r, err := measureRate(ctx, workers, d, func(ctx context.Context, _, i int) error {
+		return b.checkOnce(ctx, hc, p, i)
+	})
+	r.groups = groupSizes(b.db.GroupStats().Since(before))
+	return r, err
+}
+
+// pendingRun is the pending path measured in turns with the NOTIFY floor,
+// and the backends' waits sampled meanwhile.
+type pendingRun struct {
+	pending, notifiesAlong rateResult
+	samples                int
+	waits                  map[string]int
+}
+
+// measurePending measures checks of path p (one creating a pending item).
+// It is compared with the NOTIFY floor measured in turns with it
+// (alternations turns each): this machine's rates drift within a minute
+// (the same floor has measured 1,345/s and 3,599/s in runs minutes apart),
+// and the floor at the run's start was measured a minute earlier.
+func (b *benchServer) measurePending(ctx context.Context, workers int, d time.Duration, hc *http.Client, p checkPath, notify runOnce) (pendingRun, error) {
+	var r pendingRun
+	stopSampling := b.sampleWaits(ctx)
+	before := b.db.GroupStats()
+	var err error
+	r.pending, r.notifiesAlong, err = alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
+		return b.checkOnce(ctx, hc, p, i)
+	}, notify, b.settled, "commits with notify")
+	r.pending.groups = groupSizes(b.db.GroupStats().Since(before))
+	r.samples, r.waits = stopSampling()
+	return r, err
+}
+
+// reportPending prints the pending path against the NOTIFY floor measured
+// in turns with it.
+func reportPending(stdout io.Writer, d time.Duration, f floorRates, p pendingRun) {
+	nr := p.pending.perSec() / p.notifiesAlong.perSec()
+	rateRow(stdout, "check creating a pending item", p.pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.50×)", nr, passFail(nr >= 0.50)))
+	fmt.Fprintf(stdout, "  %-44s commits+NOTIFY %.0f/s in turns with it, %d×%s each (%.0f/s at the start)\n", "",
+		p.notifiesAlong.perSec(), alternations, d/alternations, f.notifies.perSec())
 }
 
 // floorApp names the floors' connections (application_name).
@@ -296,108 +219,4 @@ func newFloorPool(ctx context.Context, url string, workers int) (*pgxpool.Pool, 
 		return nil, err
 	}
 	return p, nil
-}
-
-// checkPath is one of the check's paths: the tool called, by whom, and the
-// answer expected.
-type checkPath struct {
-	tool, user, want string
-}
-
-// prepareCheckPaths sets the policies and the grant the three check paths
-// need: search_messages allowed by policy; send_email allowed for one user
-// by an "Always allow" grant; delete_message asking a person.
-func (b *benchServer) prepareCheckPaths(ctx context.Context) ([]checkPath, error) {
-	if _, err := b.db.SetToolPolicy(ctx, approval.SystemActor, "mail", "search_messages", approval.Policy{Mode: approval.ModeAllow}); err != nil {
-		return nil, err
-	}
-	for _, t := range []string{"send_email", "delete_message"} {
-		if _, err := b.db.SetToolPolicy(ctx, approval.SystemActor, "mail", t, approval.Policy{Mode: approval.ModeRequireApproval, StandingApproval: true}); err != nil {
-			return nil, err
-		}
-	}
-	id, err := b.openPending(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := b.db.Decide(ctx, id, b.reviewer, approval.AlwaysAllow, ""); err != nil {
-		return nil, err
-	}
-	return []checkPath{
-		{tool: "search_messages", user: dev.DemoMember.Subject, want: "allow"},
-		{tool: "send_email", user: dev.DemoMember.Subject, want: "allow"},
-		{tool: "delete_message", user: dev.DemoMember.Subject, want: "pending"},
-	}, nil
-}
-
-// checkOnce sends one check of path p (call i) and fails unless the answer
-// is the one expected.
-func (b *benchServer) checkOnce(ctx context.Context, hc *http.Client, p checkPath, i int) error {
-	return b.checkOnceAt(ctx, hc, b.base, p, i)
-}
-
-var callSeq atomic.Int64
-
-// checkOnceAt is checkOnce against the instance at base.
-func (b *benchServer) checkOnceAt(ctx context.Context, hc *http.Client, base string, p checkPath, _ int) error {
-	// Numbered across measurements: a call id sent again while its item is
-	// pending would get that item back.
-	n := strconv.FormatInt(callSeq.Add(1), 10)
-	body, _ := json.Marshal(client.Call{CallID: "tp-" + n, User: p.user, ConversationID: "tp", TurnID: "tp-" + n,
-		Connector: "mail", Tool: p.tool, Arguments: `{"n":` + n + `}`})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/tool-calls", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+b.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Decision string `json:"decision"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return fmt.Errorf("status %d: %w", resp.StatusCode, err)
-	}
-	if out.Decision != p.want {
-		return fmt.Errorf("%s: answered %q (status %d), want %q", p.tool, out.Decision, resp.StatusCode, p.want)
-	}
-	return nil
-}
-
-// getReady gets /readyz, which pings the database and then, in the bench
-// (no identity provider), answers 503 for the provider: either answer
-// after a successful ping is one HTTP request and one round trip.
-func getReady(ctx context.Context, hc *http.Client, url string) error {
-	status, body, err := get(ctx, hc, url)
-	if err == nil && status != http.StatusOK && (status != http.StatusServiceUnavailable || strings.HasPrefix(string(body), "database")) {
-		err = fmt.Errorf("status %d: %s", status, body)
-	}
-	return err
-}
-
-func getOK(ctx context.Context, hc *http.Client, url string) error {
-	status, _, err := get(ctx, hc, url)
-	if err == nil && status != http.StatusOK {
-		err = fmt.Errorf("status %d", status)
-	}
-	return err
-}
-
-// get reads url's answer in full.
-func get(ctx context.Context, hc *http.Client, url string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, body, err
 }

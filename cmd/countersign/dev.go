@@ -32,42 +32,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := web.LoadConfig(os.Getenv)
+	cfg, log, err := devConfig(*dataDir, stderr)
 	if err != nil {
 		return err
 	}
-	if os.Getenv("COUNTERSIGN_LOG_LEVEL") == "" {
-		// The terminal is for the hand-over, the demo agent and the mail
-		// catcher; one line per request would bury them.
-		cfg.LogLevel = slog.LevelWarn
-	}
-	log := newLogger(stderr, cfg.LogLevel)
-	if err := cfg.LoadAuditSigner(); err != nil {
-		return err
-	}
-	if cfg.AuditSigner == nil {
-		if cfg.AuditSigner, err = devAuditSigner(*dataDir); err != nil {
-			return err
-		}
-	}
 
 	if cfg.DatabaseURL == "" {
-		fmt.Fprintf(stdout, "Starting a private PostgreSQL in %s …\n", filepath.Join(*dataDir, "pg"))
-		cluster, err := dev.StartCluster(ctx, filepath.Join(*dataDir, "pg"))
+		stop, err := startDevDatabase(ctx, &cfg, *dataDir, stdout, stderr)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			fmt.Fprintln(stdout, "Stopping the private PostgreSQL …")
-			if err := cluster.Stop(); err != nil {
-				fmt.Fprintln(stderr, "could not stop PostgreSQL cleanly:", err)
-			} else {
-				fmt.Fprintln(stdout, "PostgreSQL stopped. Data kept in", cluster.Dir)
-			}
-		}()
-		if cfg.DatabaseURL, err = ensureDatabase(ctx, cluster.URL(), "countersign"); err != nil {
-			return err
-		}
+		defer stop()
 	}
 
 	idp, err := dev.StartIdP()
@@ -94,15 +69,69 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if os.Getenv("COUNTERSIGN_BASE_URL") == "" {
 		cfg.BaseURL = devBaseURL(ln.Addr().(*net.TCPAddr))
 	}
-	ready := func(a *app) {
-		keyFile := filepath.Join(*dataDir, devKeyFile)
+	return serveApp(ctx, cfg, log, ln, devReady(ctx, &cfg, log, *dataDir, *noAgent, *interval, stdout))
+}
+
+// devConfig is the configuration from the environment, quieter than
+// serve's, with the demo's audit signing key when none is configured.
+func devConfig(dataDir string, stderr io.Writer) (web.Config, *slog.Logger, error) {
+	cfg, err := web.LoadConfig(os.Getenv)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if os.Getenv("COUNTERSIGN_LOG_LEVEL") == "" {
+		// The terminal is for the hand-over, the demo agent and the mail
+		// catcher; one line per request would bury them.
+		cfg.LogLevel = slog.LevelWarn
+	}
+	log := newLogger(stderr, cfg.LogLevel)
+	if err := cfg.LoadAuditSigner(); err != nil {
+		return cfg, log, err
+	}
+	if cfg.AuditSigner == nil {
+		if cfg.AuditSigner, err = devAuditSigner(dataDir); err != nil {
+			return cfg, log, err
+		}
+	}
+	return cfg, log, nil
+}
+
+// startDevDatabase starts the private PostgreSQL cluster in dataDir and
+// points cfg at its countersign database. The returned stop stops the
+// cluster, keeping its data.
+func startDevDatabase(ctx context.Context, cfg *web.Config, dataDir string, stdout, stderr io.Writer) (func(), error) {
+	fmt.Fprintf(stdout, "Starting a private PostgreSQL in %s …\n", filepath.Join(dataDir, "pg"))
+	cluster, err := dev.StartCluster(ctx, filepath.Join(dataDir, "pg"))
+	if err != nil {
+		return nil, err
+	}
+	stop := func() {
+		fmt.Fprintln(stdout, "Stopping the private PostgreSQL …")
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(stderr, "could not stop PostgreSQL cleanly:", err)
+		} else {
+			fmt.Fprintln(stdout, "PostgreSQL stopped. Data kept in", cluster.Dir)
+		}
+	}
+	if cfg.DatabaseURL, err = ensureDatabase(ctx, cluster.URL(), "countersign"); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// devReady is what runDev does once the server listens: print the
+// hand-over and, unless noAgent, start the scripted demo agent.
+func devReady(ctx context.Context, cfg *web.Config, log *slog.Logger, dataDir string, noAgent bool, interval time.Duration, stdout io.Writer) func(a *app) {
+	return func(a *app) {
+		keyFile := filepath.Join(dataDir, devKeyFile)
 		key, err := devAPIKey(ctx, a.db, keyFile)
 		if err != nil {
 			log.Error("dev API key", "err", err)
 		}
 		printHandover(stdout, handover{BaseURL: cfg.BaseURL.String(), APIKey: key, KeyFile: keyFile,
 			DatabaseURL: redactedURL(cfg.DatabaseURL), Users: []dev.DemoUser{dev.DemoMember, dev.DemoAdmin}})
-		if *noAgent {
+		if noAgent {
 			return
 		}
 		// The demo people may not have signed in yet when the agent first
@@ -116,13 +145,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			// Wait until the server answers before the agent starts.
 			time.Sleep(300 * time.Millisecond)
 			err := dev.RunAgent(ctx, dev.AgentOptions{Client: client.New(cfg.BaseURL.String(), agentKey),
-				User: dev.DemoMember.Subject, Interval: *interval, Out: prefixWriter{w: stdout, prefix: "agent │ "}})
+				User: dev.DemoMember.Subject, Interval: interval, Out: prefixWriter{w: stdout, prefix: "agent │ "}})
 			if err != nil && !errors.Is(err, context.Canceled) {
 				log.Error("demo agent stopped", "err", err)
 			}
 		}()
 	}
-	return serveApp(ctx, cfg, log, ln, ready)
 }
 
 // devAuditSigner signs the demo's audit checkpoints with a key made once

@@ -75,20 +75,48 @@ func (r SoakReport) String() string {
 // report compares what the runtimes saw with what the database holds.
 func (s *soak) report(ctx context.Context, d time.Duration, runtimes int) (SoakReport, error) {
 	r := SoakReport{Duration: d, Instances: len(s.inst), Runtimes: runtimes, Faults: s.faults}
+	status, err := s.itemStatuses(ctx)
+	if err != nil {
+		return r, err
+	}
+	byItem := s.countCalls(&r, status)
+	s.countDecisions(ctx, &r, status, byItem)
+	if err := s.store.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE status = 'pending' AND expires_at < now() - interval '5 seconds'`).Scan(&r.StuckPending); err != nil {
+		return r, err
+	}
+	if err := s.auditMatches(ctx, &r); err != nil {
+		return r, err
+	}
+	if err := s.store.SealAll(ctx); err != nil {
+		return r, err
+	}
+	r.Verify, err = s.store.VerifyAuditSigned(ctx, s.pub)
+	return r, err
+}
+
+// itemStatuses is every item's status, by id.
+func (s *soak) itemStatuses(ctx context.Context) (map[string]string, error) {
 	status := map[string]string{}
 	rows, err := s.store.Pool.Query(ctx, `SELECT id::text, status FROM approvals`)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	for rows.Next() {
 		var id, st string
 		if err := rows.Scan(&id, &st); err != nil {
 			rows.Close()
-			return r, err
+			return nil, err
 		}
 		status[id] = st
 	}
 	rows.Close()
+	return status, nil
+}
+
+// countCalls counts what the runtimes' calls saw: answered, allowed (and
+// whether their item was claimed, once), refused, late. It returns each
+// item's call.
+func (s *soak) countCalls(r *SoakReport, status map[string]string) map[string]*soakCall {
 	byItem := map[string]*soakCall{}
 	allowedPerItem := map[string]int{}
 	for _, c := range s.calls {
@@ -119,6 +147,12 @@ func (s *soak) report(ctx context.Context, d time.Duration, runtimes int) (SoakR
 			r.DoubleClaims++
 		}
 	}
+	return byItem
+}
+
+// countDecisions counts the decisions made and those that reached their
+// call's runtime; each one that did not is described in LostDecisions.
+func (s *soak) countDecisions(ctx context.Context, r *SoakReport, status map[string]string, byItem map[string]*soakCall) {
 	for id, dec := range s.decided {
 		r.Decisions++
 		c := byItem[id]
@@ -135,34 +169,29 @@ func (s *soak) report(ctx context.Context, d time.Duration, runtimes int) (SoakR
 			r.ClaimAnswersLost++
 			continue
 		}
-		l := fmt.Sprintf("item %s decided %s, now %s", id, dec, status[id])
-		var times string
-		if err := s.store.Pool.QueryRow(ctx, `SELECT format('created %s, decided %s, expires %s, consumed %s',
-				to_char(created_at, 'HH24:MI:SS.MS'), coalesce(to_char(decided_at, 'HH24:MI:SS.MS'), '-'),
-				to_char(expires_at, 'HH24:MI:SS.MS'), coalesce(to_char(consumed_at, 'HH24:MI:SS.MS'), '-'))
-			FROM approvals WHERE id = $1`, id).Scan(&times); err == nil {
-			l += " (" + times + ")"
-		}
-		l += "; "
-		if c == nil {
-			l += "no call waited on it"
-		} else {
-			l += fmt.Sprintf("call %s answered %t allowed %t code %q, %s–%s", c.callID, c.answered, c.allowed, c.code,
-				c.start.Format("15:04:05.000"), c.end.Format("15:04:05.000"))
-		}
-		r.LostDecisions = append(r.LostDecisions, l)
+		r.LostDecisions = append(r.LostDecisions, s.lostDecision(ctx, id, dec, status[id], c))
 	}
-	if err := s.store.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals WHERE status = 'pending' AND expires_at < now() - interval '5 seconds'`).Scan(&r.StuckPending); err != nil {
-		return r, err
+}
+
+// lostDecision describes a decision that did not reach its call: the
+// item's times and what its call (if any) saw.
+func (s *soak) lostDecision(ctx context.Context, id string, dec approval.Decision, status string, c *soakCall) string {
+	l := fmt.Sprintf("item %s decided %s, now %s", id, dec, status)
+	var times string
+	if err := s.store.Pool.QueryRow(ctx, `SELECT format('created %s, decided %s, expires %s, consumed %s',
+			to_char(created_at, 'HH24:MI:SS.MS'), coalesce(to_char(decided_at, 'HH24:MI:SS.MS'), '-'),
+			to_char(expires_at, 'HH24:MI:SS.MS'), coalesce(to_char(consumed_at, 'HH24:MI:SS.MS'), '-'))
+		FROM approvals WHERE id = $1`, id).Scan(&times); err == nil {
+		l += " (" + times + ")"
 	}
-	if err := s.auditMatches(ctx, &r); err != nil {
-		return r, err
+	l += "; "
+	if c == nil {
+		l += "no call waited on it"
+	} else {
+		l += fmt.Sprintf("call %s answered %t allowed %t code %q, %s–%s", c.callID, c.answered, c.allowed, c.code,
+			c.start.Format("15:04:05.000"), c.end.Format("15:04:05.000"))
 	}
-	if err := s.store.SealAll(ctx); err != nil {
-		return r, err
-	}
-	r.Verify, err = s.store.VerifyAuditSigned(ctx, s.pub)
-	return r, err
+	return l
 }
 
 // auditMatches compares, per kind, the audit lines with the items' states.

@@ -56,6 +56,21 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Env{T: t, DBURL: dbURL, cancel: cancel, log: &lockedWriter{w: &bytes.Buffer{}}}
+	e.IdP = ownIdP(t, idp)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.BaseURL = "http://" + ln.Addr().String()
+	e.Config = envConfig(t, e.BaseURL, dbURL, e.IdP, opts)
+	log := e.openDatabase(ctx)
+	e.serve(ctx, ln, log)
+	return e
+}
+
+// ownIdP is idp, or a new identity provider for this test alone.
+func ownIdP(t testing.TB, idp *dev.IdP) *dev.IdP {
+	t.Helper()
 	if idp == nil {
 		var err error
 		if idp, err = dev.StartIdP(); err != nil {
@@ -63,16 +78,17 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 		}
 		t.Cleanup(func() { _ = idp.Shutdown() })
 	}
-	e.IdP = idp
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.BaseURL = "http://" + ln.Addr().String()
+	return idp
+}
+
+// envConfig is the server's configuration: served at baseURL, on dbURL's
+// database, signing in through idp, adjusted by opts.
+func envConfig(t testing.TB, baseURL, dbURL string, idp *dev.IdP, opts []Option) web.Config {
+	t.Helper()
 	cfg, err := web.LoadConfig(func(k string) string {
 		switch k {
 		case "COUNTERSIGN_BASE_URL":
-			return e.BaseURL
+			return baseURL
 		case "COUNTERSIGN_ADMIN_EMAILS":
 			return dev.DemoAdmin.Email
 		case "COUNTERSIGN_SHUTDOWN_TIMEOUT":
@@ -88,11 +104,20 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	e.Config = cfg
-	if _, err := db.Migrate(ctx, dbURL); err != nil {
+	return cfg
+}
+
+// openDatabase migrates and opens the Env's database and starts the
+// listener hub and the audit sealer on it, waiting until the hub listens.
+// It returns the server's logger.
+func (e *Env) openDatabase(ctx context.Context) *slog.Logger {
+	t := e.T
+	t.Helper()
+	if _, err := db.Migrate(ctx, e.DBURL); err != nil {
 		t.Fatal(err)
 	}
-	if e.DB, err = db.Open(ctx, dbURL); err != nil {
+	var err error
+	if e.DB, err = db.Open(ctx, e.DBURL); err != nil {
 		t.Fatal(err)
 	}
 	var logOut io.Writer = e.log
@@ -100,7 +125,7 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 		logOut = io.MultiWriter(logOut, os.Stderr)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e.Hub = db.NewHub(dbURL, log)
+	e.Hub = db.NewHub(e.DBURL, log)
 	go e.Hub.Run(ctx)
 	go e.DB.RunSealer(ctx, log, 50*time.Millisecond)
 	select {
@@ -108,10 +133,19 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 	case <-time.After(10 * time.Second):
 		t.Fatal("testenv: listener not ready")
 	}
-	e.Server = web.New(web.Deps{Config: cfg, DB: e.DB, Log: log, Hub: e.Hub})
+	return log
+}
+
+// serve starts the server on ln, checked against the OpenAPI document
+// outside benchmarks, and stops it when the test ends.
+func (e *Env) serve(ctx context.Context, ln net.Listener, log *slog.Logger) {
+	t := e.T
+	t.Helper()
+	e.Server = web.New(web.Deps{Config: e.Config, DB: e.DB, Log: log, Hub: e.Hub})
 	// Tests check every runtime API exchange against the OpenAPI document;
 	// benchmarks measure the product alone, without that check.
 	if _, bench := t.(*testing.B); !bench {
+		var err error
 		if e.Contract, err = NewContract(); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +162,7 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 		_ = e.Server.Serve(ctx, ln)
 	}()
 	t.Cleanup(func() {
-		cancel()
+		e.cancel()
 		<-done
 		e.DB.Close()
 		if e.Contract != nil {
@@ -140,7 +174,6 @@ func NewEnvOn(t testing.TB, dbURL string, idp *dev.IdP, opts ...Option) *Env {
 			t.Logf("server log:\n%s", e.Logs())
 		}
 	})
-	return e
 }
 
 // Stop shuts the server down (the database stays).

@@ -1,0 +1,265 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/countersign/countersign/approval"
+)
+
+type approvalState struct {
+	ID              string    `json:"id"`
+	CallID          string    `json:"call_id"`
+	Status          string    `json:"status"`
+	Scope           string    `json:"scope"`
+	Code            string    `json:"code"`
+	Message         string    `json:"message"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	ExpiresInMS     *int64    `json:"expires_in_ms"` // left by the server's clock; absent from older servers
+	ArgumentsDigest string    `json:"arguments_digest"`
+	URL             string    `json:"url"`
+}
+
+type checkResponse struct {
+	CallID   string         `json:"call_id"`
+	Decision string         `json:"decision"`
+	Code     string         `json:"code"`
+	Message  string         `json:"message"`
+	Via      string         `json:"via"`
+	Approval *approvalState `json:"approval"`
+}
+
+// Gate checks call, waits for a decision if a person must decide, and
+// claims the approval for exactly this call id and these arguments. The
+// returned Outcome is always safe to act on; the error, when not nil,
+// explains a policy_unavailable outcome for the logs.
+//
+// Gate lets the call run only on an answer it fully understands: an allow
+// for this call id, or a claim that reports this approval consumed for this
+// call and digest. Anything else — an unknown decision or status, a
+// missing field, an answer about another call — is policy_unavailable.
+func (c *Client) Gate(ctx context.Context, call Call) (Outcome, error) {
+	return c.GateWithin(ctx, call, 0)
+}
+
+// GateWithin is Gate that waits for a person at most maxWait (0: until the
+// item settles). When nobody has answered by then it returns an Outcome
+// with code approval_pending, the item's link in URL and a message telling
+// the model the call waits for approval at that link and can be made again
+// once approved. Runtimes that are themselves cut off after a while (an
+// agent's hook, an MCP client) use it so that they answer before they are
+// cut off, which for some of them would let the call run unchecked.
+//
+// With call.AttachToPending the item may be one an earlier identical call
+// opened: Gate then follows and claims that item with its own call id, and
+// only if its digest is this call's.
+func (c *Client) GateWithin(ctx context.Context, call Call, maxWait time.Duration) (Outcome, error) {
+	return c.GateNotify(ctx, call, maxWait, nil)
+}
+
+// GateNotify is GateWithin that calls pending, once and before it waits,
+// when a person must decide: with code approval_pending, the item's id and
+// its link. A runtime uses it to show the link while the call waits (an
+// MCP gateway's progress notifications). pending must not block.
+func (c *Client) GateNotify(ctx context.Context, call Call, maxWait time.Duration, pending func(Outcome)) (Outcome, error) {
+	var stopAt time.Time
+	if maxWait > 0 {
+		stopAt = time.Now().Add(maxWait)
+	}
+	var res checkResponse
+	asked := time.Now()
+	if err := c.do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
+		return unavailable(call, ""), err
+	}
+	if res.CallID != call.CallID {
+		return unavailable(call, ""), fmt.Errorf("countersign: answer for call %q, not %q", res.CallID, call.CallID)
+	}
+	switch res.Decision {
+	case "allow":
+		return Outcome{Allowed: true, Via: res.Via}, nil
+	case "deny":
+		var id string
+		if res.Approval != nil {
+			id = res.Approval.ID // the call sent again: its earlier item's end
+		}
+		return notAllowed(call, res.Code, res.Message, id)
+	case "pending":
+		if res.Approval == nil || res.Approval.ID == "" {
+			return unavailable(call, ""), errors.New("countersign: pending answer without an approval")
+		}
+	default:
+		return unavailable(call, ""), fmt.Errorf("countersign: unknown decision %q", res.Decision)
+	}
+	item, err := itemCall(call, res.Approval)
+	if err != nil {
+		return unavailable(call, res.Approval.ID), err
+	}
+	if pending != nil {
+		pending(Outcome{Code: CodeApprovalPending, ApprovalID: res.Approval.ID, URL: res.Approval.URL})
+	}
+	st, err := c.wait(ctx, item, res.Approval, giveUpAt(asked, res.Approval), stopAt)
+	if err != nil {
+		return unavailable(call, res.Approval.ID), err
+	}
+	switch st.Status {
+	case string(approval.StatusPending):
+		return stillPending(call, st), nil
+	case string(approval.StatusApproved):
+		return c.claim(ctx, call, item, st)
+	case string(approval.StatusRejected), string(approval.StatusExpired), string(approval.StatusCancelled):
+		return notAllowed(call, st.Code, st.Message, st.ID)
+	}
+	// consumed (by someone else) or a status this client does not know.
+	return unavailable(call, st.ID), fmt.Errorf("countersign: approval ended as %q", st.Status)
+}
+
+// itemCall is the call id the item was opened for: this call's, or — only
+// when the call asked to attach — an earlier identical call's, whose digest
+// must then be this call's. A server that does not send the item's call id
+// answers about this call.
+func itemCall(call Call, a *approvalState) (string, error) {
+	if a.CallID == "" || a.CallID == call.CallID {
+		return call.CallID, nil
+	}
+	if !call.AttachToPending {
+		return "", fmt.Errorf("countersign: pending answer about call %q, not %q", a.CallID, call.CallID)
+	}
+	if a.ArgumentsDigest != approval.Digest(call.Arguments) {
+		return "", fmt.Errorf("countersign: attached to approval %q for other arguments", a.ID)
+	}
+	return a.CallID, nil
+}
+
+// stillPending is the answer when the runtime stopped waiting first.
+func stillPending(call Call, st approvalState) Outcome {
+	return Outcome{Code: CodeApprovalPending, ApprovalID: st.ID, URL: st.URL,
+		Message: approval.Message(approval.CodeApprovalPending, approval.MessageInput{Tool: call.Tool, URL: st.URL})}
+}
+
+// giveUpAt is when waiting on a stays pointless: its expiry plus a grace
+// for the server to report it. The time left comes from the server (by the
+// database's clock) and is counted on this process's monotonic clock from
+// when the check was sent, so a runtime whose wall clock is off neither
+// gives up early nor waits on forever. Older servers send only expires_at.
+func giveUpAt(asked time.Time, a *approvalState) time.Time {
+	const grace = 30 * time.Second
+	if a.ExpiresInMS != nil {
+		return asked.Add(time.Duration(max(*a.ExpiresInMS, 0))*time.Millisecond + grace)
+	}
+	return a.ExpiresAt.Add(grace)
+}
+
+// minPoll is the least time between two polls: a server that answers a
+// long-poll at once while the item is pending is not polled in a tight loop.
+const minPoll = 250 * time.Millisecond
+
+// wait long-polls until the item settles, stopAt (when set) has passed —
+// then it returns the item still pending — or giveUp has passed. callID is
+// the item's call.
+func (c *Client) wait(ctx context.Context, callID string, a *approvalState, giveUp, stopAt time.Time) (approvalState, error) {
+	st := *a
+	var last time.Time
+	for st.Status == string(approval.StatusPending) || st.Status == "" {
+		if time.Now().After(giveUp) {
+			return st, errors.New("countersign: approval still pending after its expiry")
+		}
+		pause := minPoll - time.Since(last)
+		if !stopAt.IsZero() {
+			pause = min(pause, time.Until(stopAt))
+		}
+		if !last.IsZero() && pause > 0 {
+			select {
+			case <-ctx.Done():
+				return st, ctx.Err()
+			case <-time.After(pause):
+			}
+		}
+		last = time.Now()
+		wait := c.PollWait
+		if wait <= 0 {
+			wait = 30 * time.Second
+		}
+		if !stopAt.IsZero() {
+			left := time.Until(stopAt).Truncate(time.Millisecond)
+			if left <= 0 && st.Status == string(approval.StatusPending) {
+				return st, nil
+			}
+			wait = max(min(wait, left), time.Millisecond)
+		}
+		path := "/api/v1/approvals/" + url.PathEscape(a.ID) + "?wait=" + url.QueryEscape(wait.String())
+		st = approvalState{}
+		if err := c.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+			return st, err
+		}
+		if st.ID != a.ID || st.CallID != callID {
+			return st, fmt.Errorf("countersign: answer about approval %q of call %q, not %q of %q", st.ID, st.CallID, a.ID, callID)
+		}
+		if st.URL == "" {
+			st.URL = a.URL
+		}
+	}
+	return st, nil
+}
+
+// claim binds the approval to this very call before it runs; callID is the
+// item's call (an earlier identical call's when attached).
+func (c *Client) claim(ctx context.Context, call Call, callID string, st approvalState) (Outcome, error) {
+	digest := approval.Digest(call.Arguments)
+	body := map[string]string{"call_id": callID, "arguments_digest": digest}
+	var claimed approvalState
+	err := c.do(ctx, http.MethodPost, "/api/v1/approvals/"+url.PathEscape(st.ID)+"/claim", body, &claimed)
+	// Only an answer saying this approval is now consumed for this call and
+	// these arguments lets the call run; an empty or other 2xx does not.
+	if err == nil && (claimed.Status != string(approval.StatusConsumed) || claimed.ID != st.ID ||
+		claimed.CallID != callID || claimed.ArgumentsDigest != digest) {
+		err = fmt.Errorf("countersign: claim answered without consuming approval %q for this call (status %q)", st.ID, claimed.Status)
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusConflict && e.Code == string(approval.CodeBlockedByPolicy) {
+		// An admin blocked the tool after the person approved: the model is
+		// told so, not that the check failed.
+		return notAllowed(call, e.Code, "", st.ID)
+	}
+	if err != nil {
+		return unavailable(call, st.ID), err
+	}
+	// A check that attached to an approved item carries no scope; the
+	// claim's answer does.
+	scope := st.Scope
+	if scope == "" {
+		scope = claimed.Scope
+	}
+	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID}, nil
+}
+
+// notAllowed is a deny or a terminal status as the server reported it. A
+// server answer without a code is not understood, so it is
+// policy_unavailable; a missing message is filled in for the model.
+func notAllowed(call Call, code, message, approvalID string) (Outcome, error) {
+	if code == "" {
+		return unavailable(call, approvalID), errors.New("countersign: not allowed without a code")
+	}
+	if message == "" {
+		message = approval.Message(approval.ReasonCode(code), approval.MessageInput{Tool: call.Tool})
+	}
+	return Outcome{Code: code, Message: message, ApprovalID: approvalID}, nil
+}
+
+// CancelTurn cancels a stopped turn's pending approvals; it returns how many.
+func (c *Client) CancelTurn(ctx context.Context, user, conversationID, turnID string) (int, error) {
+	var res struct {
+		Cancelled int `json:"cancelled"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/v1/turns/cancel",
+		map[string]string{"user": user, "conversation_id": conversationID, "turn_id": turnID}, &res)
+	return res.Cancelled, err
+}
+
+func unavailable(call Call, approvalID string) Outcome {
+	return Outcome{Code: CodePolicyUnavailable, ApprovalID: approvalID,
+		Message: approval.Message(approval.CodePolicyUnavailable, approval.MessageInput{Tool: call.Tool})}
+}

@@ -23,6 +23,7 @@ const (
 	ActionSignOut              = "sign-out"
 	ActionAPIKeyCreated        = "api key created"
 	ActionAPIKeyRevoked        = "api key revoked"
+	ActionAPIKeyChanged        = "api key changed" // a key's settings (first-time users)
 	ActionApproved             = "approved"
 	ActionApprovedConversation = "approved for conversation"
 	ActionAlwaysAllowed        = "always allowed"
@@ -78,5 +79,5 @@ var AllActions = []string{
 	ActionBlockedByPolicy, ActionGrantRevoked, ActionGrantExpired, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
-	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionSignIn, ActionSignOut,
+	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
 }

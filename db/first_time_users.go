@@ -13,9 +13,6 @@ import (
 // expired. The runtime most likely sent a wrong user.
 const CodeUnknownUser approval.ReasonCode = "unknown_user"
 
-// actionAPIKeyChanged is the audit action of a change to a key's settings.
-const actionAPIKeyChanged = "api key changed"
-
 // unknownUserMessage is the model-facing message of CodeUnknownUser.
 const unknownUserMessage = "This call needs a person's approval, but the user it was sent for has never signed in to Countersign, " +
 	"so nobody could answer it and it did not run. Tell the user to sign in to Countersign once; do not retry until then."
@@ -73,7 +70,7 @@ func (d *DB) SetAPIKeyFirstTimeUsers(ctx context.Context, actor approval.Actor, 
 			id, allow).Scan(&name); err != nil {
 			return err
 		}
-		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: actionAPIKeyChanged,
+		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionAPIKeyChanged,
 			Detail: map[string]any{"key_id": id, "key_name": name, "allow": allow}})
 	})
 	return translate("set first-time users", err)

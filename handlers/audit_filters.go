@@ -25,7 +25,7 @@ var auditActionGroups = []struct {
 	{"Playbooks", []string{approval.ActionPlaybookRegistered, approval.ActionPlaybookUpdated, approval.ActionPlaybookEnabled,
 		approval.ActionPlaybookDisabled, approval.ActionPreapprovalGranted, approval.ActionPreapprovalRevoked, approval.ActionPreapprovalLapsed,
 		approval.ActionRunStarted, approval.ActionRunRefused, approval.ActionAllowedByPreapproval, approval.ActionRefusedInRun}},
-	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionSignIn, approval.ActionSignOut}},
+	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionAPIKeyChanged, approval.ActionSignIn, approval.ActionSignOut}},
 }
 
 // actionGroups returns the filter's groups with the chosen actions checked.

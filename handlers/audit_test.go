@@ -97,8 +97,9 @@ func TestAuditScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := l.DB.ListAPIKeys(ctx)
-	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}}) // api key revoked
-	l.Member.PostForm("/auth/logout", url.Values{})                                               // sign-out
+	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/first-time-users", url.Values{"allow": {"no"}}) // api key changed
+	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}})        // api key revoked
+	l.Member.PostForm("/auth/logout", url.Values{})                                                      // sign-out
 
 	want := map[string]int{
 		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 8, "approved": 1, "claimed": 1,
@@ -107,7 +108,7 @@ func TestAuditScenario(t *testing.T) {
 		"cancelled": 1, "grant revoked": 1, "grant expired": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
-		"playbook updated": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
+		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
 		"tool registered": 1,
 	}
 	got := map[string]int{}

@@ -68,3 +68,8 @@ return true})()`)); err != nil {
 	}
 	return vs
 }
+
+// String says which rule, how bad, and where.
+func (v axeViolation) String() string {
+	return v.ID + " (" + v.Impact + "): " + v.Help + " at " + strings.Join(v.Targets, ", ")
+}

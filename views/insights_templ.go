@@ -746,7 +746,7 @@ func Insights(v InsightsView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "</svg><p class=\"legend\"><span class=\"legend-item\"><span class=\"key ok\"></span>approved</span> <span class=\"legend-item\"><span class=\"key bad\"></span>rejected</span> <span class=\"legend-item\"><span class=\"key warn\"></span>expired</span> <span class=\"legend-item\"><span class=\"key other\"></span>cancelled or pending</span></p></div><div class=\"table-wrap\"><table data-testid=\"insights-table\"><thead><tr><th>Tool</th><th>Requests</th><th>Approved</th><th>Rejected</th><th>Expired</th><th>Time to decision</th><th>Auto-approved</th>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "</svg><p class=\"legend\"><span class=\"legend-item\"><span class=\"key ok\"></span>approved</span> <span class=\"legend-item\"><span class=\"key bad\"></span>rejected</span> <span class=\"legend-item\"><span class=\"key warn\"></span>expired</span> <span class=\"legend-item\"><span class=\"key other\"></span>cancelled or pending</span></p></div><div class=\"table-wrap\" tabindex=\"0\" role=\"region\" aria-label=\"Figures per tool\"><table data-testid=\"insights-table\"><thead><tr><th>Tool</th><th>Requests</th><th>Approved</th><th>Rejected</th><th>Expired</th><th>Time to decision</th><th>Auto-approved</th>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -24,6 +24,15 @@
       e.detail.shouldSwap = false;
     }
   });
+  // The stream's notice that a call is gone may come after this tab's own
+  // answer has already replaced its card: then there is nothing left to
+  // replace, and the notice is dropped instead of swapped nowhere.
+  document.addEventListener('htmx:sseBeforeMessage', function (e) {
+    var m = e.detail;
+    if (!m || m.type !== 'gone') { return; }
+    var id = /id="gone-([^"]+)"/.exec(m.data || '');
+    if (id && !document.getElementById('approval-' + id[1])) { e.preventDefault(); }
+  });
   // A server-rendered dialog becomes modal: focus stays inside, Escape
   // closes it (and returns to the page, like Cancel). When the control that
   // opened it is on the page behind (data-return-focus), closing returns

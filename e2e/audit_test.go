@@ -98,3 +98,99 @@ func TestAuditScreenFilterPageCSV(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditCompactLines: at 1280 px each event is one line, however long
+// its actor, tool or place; its details unfold below it from a Details
+// button, by mouse or keyboard, which says whether it is open.
+func TestAuditCompactLines(t *testing.T) {
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	ctx := context.Background()
+	// Real events of every shape: a call asked and decided by a person
+	// (with the agent that asked), a policy change with its diff, a key.
+	res := gate(rt, memberCall("audit-1", "mail", "send_email", `{"to":"finance@acme.example"}`))
+	member := e.NewBrowser()
+	member.T = t
+	member.SignIn("member")
+	if resp, _ := member.PostForm("/approvals/"+approvalID(t, e, "audit-1")+"/decision", map[string][]string{"decision": {"reject"}, "reason": {"Not this week"}}); resp.StatusCode != 303 {
+		t.Fatal(resp.StatusCode)
+	}
+	result(t, res)
+	err := e.DB.InTx(ctx, func(tx pgx.Tx) error {
+		return db.RecordAudit(ctx, tx, approval.AuditEvent{Actor: approval.Actor{Kind: "user", ID: "demo-member", Name: "Maya Member of the Accounts Payable and Receivables Team"},
+			Action: "approved", Connector: "calendar", Tool: "create_event",
+			ConversationID: "conversation-about-the-quarterly-budget-review-with-many-words", TurnID: "turn-0123456789abcdef"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := newTab(t)
+	signIn(t, admin, e, "admin")
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit-toggle"]`))); err != nil {
+		t.Fatal(err)
+	}
+	heights := eval[[]float64](t, admin, `[...document.querySelectorAll('[data-testid="audit-line"]')].map(r => r.getBoundingClientRect().height)`)
+	oneLine := eval[float64](t, admin, `(() => { const td = document.querySelector('[data-testid="audit-line"] [data-testid="audit-action"]'); const s = getComputedStyle(td);
+		return parseFloat(s.lineHeight) + parseFloat(s.paddingTop) + parseFloat(s.paddingBottom) + 1; })()`)
+	if len(heights) < 5 {
+		t.Fatalf("only %d events on the page", len(heights))
+	}
+	// The Details button is a little taller than a line of text.
+	limit := max(oneLine, eval[float64](t, admin, `document.querySelector('[data-testid="audit-toggle"]').getBoundingClientRect().height + 14`))
+	for i, h := range heights {
+		if h > limit {
+			t.Errorf("event %d is %.0f px tall, more than one line (%.0f px)", i+1, h, limit)
+		}
+	}
+	t.Logf("%d events at %.0f–%.0f px each (one line: %.0f px)", len(heights), minOf(heights), maxOf(heights), limit)
+	if eval[int](t, admin, `[...document.querySelectorAll('[data-testid="audit-details"]')].filter(d => d.getBoundingClientRect().height > 0).length`) != 0 {
+		t.Fatal("details are shown before they are asked for")
+	}
+	screenshot(t, admin, "audit-compact")
+
+	// Open by mouse: the row below shows everything, the button says so.
+	first := `[data-testid="audit-line"]:first-of-type`
+	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(first+` [data-testid="audit-toggle"]`))); err != nil {
+		t.Fatal(err)
+	}
+	details := `#` + eval[string](t, admin, `document.querySelector('`+first+` [data-testid="audit-toggle"]').getAttribute('aria-controls')`)
+	if eval[string](t, admin, `document.querySelector('`+first+` [data-testid="audit-toggle"]').getAttribute('aria-expanded')`) != "true" ||
+		!eval[bool](t, admin, `document.querySelector('`+details+`').getBoundingClientRect().height > 0`) {
+		t.Fatal("Details did not unfold the event")
+	}
+	if got := text(t, admin, details); !strings.Contains(got, "Raw fields") || !strings.Contains(got, "action") {
+		t.Fatalf("the details read %q", got)
+	}
+	// Close and open again by keyboard.
+	if err := chromedp.Do(admin, chromedp.Focus(chromedp.CSS(first+` [data-testid="audit-toggle"]`)), chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	if eval[string](t, admin, `document.querySelector('`+first+` [data-testid="audit-toggle"]').getAttribute('aria-expanded')`) != "false" ||
+		eval[bool](t, admin, `document.querySelector('`+details+`').getBoundingClientRect().height > 0`) {
+		t.Fatal("Enter did not fold the event")
+	}
+	if err := chromedp.Do(admin, chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	if eval[string](t, admin, `document.querySelector('`+first+` [data-testid="audit-toggle"]').getAttribute('aria-expanded')`) != "true" {
+		t.Fatal("Space did not unfold the event")
+	}
+	checkAxe(t, admin, "audit with an event unfolded")
+	screenshot(t, admin, "audit-unfolded")
+}
+
+func minOf(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}

@@ -26,6 +26,9 @@ const (
 	Panes = "panes.js"
 	// Batch decides the calls picked in the list in one step.
 	Batch = "batch.js"
+	// Disclose folds and unfolds the rows a Details button controls (the
+	// audit's events).
+	Disclose = "disclose.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -10,9 +10,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
@@ -177,7 +179,7 @@ func devAuditSigner(dir string) (*db.Signer, error) {
 func startMailCatcher(cfg *web.Config, stdout io.Writer) (func(), error) {
 	out := prefixWriter{w: stdout, prefix: "mail  │ "}
 	mc, err := dev.StartMailCatcher(func(m dev.Mail) {
-		fmt.Fprintf(out, "To: %s\nSubject: %s\n\n%s\n", strings.Join(m.To, ", "), m.Subject, strings.TrimRight(m.Body, "\n"))
+		fmt.Fprintln(out, mailLine(m))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the local mail catcher: %w", err)
@@ -193,6 +195,28 @@ func startMailCatcher(cfg *web.Config, stdout io.Writer) (func(), error) {
 	}
 	fmt.Fprintf(stdout, "Notification mails are caught on %s and printed here, prefixed \"mail  │\", once a person has signed in (set COUNTERSIGN_SMTP_URL to send real mail).\n", mc.URL())
 	return func() { _ = mc.Close() }, nil
+}
+
+// reviewLink finds a mail's review links: "Review:" lines of a
+// notification mail, or any link as a fallback.
+var reviewLink = regexp.MustCompile(`https?://[^\s<>"]+/approvals/[^\s<>"]+`)
+
+// mailLine is one terminal line for a caught mail: to whom, its subject and
+// the page to open, so that the demo agent's lines between mails stay
+// readable. A mail about several calls links to the inbox, which lists them.
+func mailLine(m dev.Mail) string {
+	subject := approval.Visible(m.Subject, approval.SingleLine).String()
+	line := "to " + strings.Join(m.To, ", ") + ": " + subject
+	links := reviewLink.FindAllString(m.Body, -1)
+	switch {
+	case len(links) == 1:
+		line += " — " + links[0]
+	case len(links) > 1:
+		if u, err := url.Parse(links[0]); err == nil {
+			line += " — " + u.Scheme + "://" + u.Host + "/"
+		}
+	}
+	return line
 }
 
 func devBaseURL(addr *net.TCPAddr) *url.URL {

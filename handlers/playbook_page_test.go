@@ -24,6 +24,13 @@ func TestPlaybookDialogWordsAndFocus(t *testing.T) {
 	if text := visibleText(body); strings.Contains(text, "@Untrusted") || !strings.Contains(text, "“Weekly invoice digest” runs unattended") {
 		t.Error("the dialog does not name the playbook")
 	}
+	// What a pre-approval covers, as the standing-approval confirmation
+	// says what a grant covers: any arguments, every run, until it lapses.
+	for _, want := range []string{"with any arguments, in every run", "without asking anyone", "until it lapses", "revoke it on this page"} {
+		if !strings.Contains(visibleText(body), want) {
+			t.Errorf("the dialog does not say %q", want)
+		}
+	}
 	dialog := body[strings.Index(body, `data-testid="approval-dialog"`):]
 	if i := strings.Index(dialog, "autofocus"); i < 0 || !strings.Contains(dialog[i:i+80], `data-testid="cancel-dialog"`) {
 		t.Error("focus does not start on Cancel")

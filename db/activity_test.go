@@ -10,6 +10,10 @@ import (
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/internal/testenv"
+	"github.com/countersign/countersign/migrations"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 )
 
 // activityFixture is two members whose agents (one key) made calls of
@@ -17,6 +21,7 @@ import (
 // an admin blocked, and a CRM read a playbook pre-approved.
 type activityFixture struct {
 	store      *db.DB
+	url        string
 	key        db.APIKey
 	alice, bob db.User
 	admin      db.User
@@ -29,8 +34,8 @@ type activityFixture struct {
 func newActivityFixture(t *testing.T) *activityFixture {
 	t.Helper()
 	ctx := context.Background()
-	store, _ := testenv.OpenDB(t)
-	f := &activityFixture{store: store}
+	store, url := testenv.OpenDB(t)
+	f := &activityFixture{store: store, url: url}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -264,5 +269,73 @@ func TestActivityConditionAllow(t *testing.T) {
 	got := words(f.list(t, f.alice, db.ActivityFilter{}), f.alice)
 	if len(got) != 1 || got[0] != "Allowed by policy — rule: ask only when size(args) > 5; false for this call" {
 		t.Fatalf("condition allow: %q", got)
+	}
+}
+
+// A call a scoped grant ("Always allow calls like this") allowed names
+// the grant's scope in words on the Activity page, with its Revoke.
+func TestActivityScopedGrant(t *testing.T) {
+	f := newScopedFixture(t)
+	f.give(t, f.check(t, "claude-code", "Bash", bash("npm test")))
+	if res := f.check(t, "claude-code", "Bash", bash("npm test -- --watch")); res.Outcome.Verdict != approval.Allow || !res.Outcome.Scoped {
+		t.Fatalf("scoped allow: %+v", res.Outcome)
+	}
+	p, err := f.store.ListActivity(context.Background(), f.user, db.ActivityFilter{Outcome: approval.OutcomeAllowed})
+	if err != nil || len(p.Calls) != 1 {
+		t.Fatalf("%v %d calls", err, len(p.Calls))
+	}
+	c := p.Calls[0]
+	if w := c.End(f.user).Words(); w != "Allowed by your standing approval: commands starting with `npm test`" || !c.Revocable(f.user) {
+		t.Fatalf("the scoped grant's row: %q revocable %v", w, c.Revocable(f.user))
+	}
+}
+
+// Migration 29 gives the lines written before it their owner, from the
+// item, the grant or the playbook they name; a refusal that names none of
+// them keeps none.
+func TestMigrationBackfillsOwner(t *testing.T) {
+	ctx := context.Background()
+	f := newActivityFixture(t)
+	f.calls(t)
+	cfg, err := pgx.ParseConfig(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	defer sqlDB.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 25); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 29); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := sqlDB.QueryContext(ctx, `SELECT action, owner_subject FROM audit_events WHERE action = ANY($1) ORDER BY id`,
+		approval.ActivityActions(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var action, owner string
+		if err := rows.Scan(&action, &owner); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, action+"="+owner)
+	}
+	// A policy allow names no item, grant or playbook: it keeps no owner,
+	// as does a refusal.
+	want := []string{"allowed by policy=", "rejected=alice", "always allowed=alice", "auto-approved by Always allow=alice",
+		"blocked by policy=", "allowed by pre-approval=alice", "allowed by policy="}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("owners after the migration:\n%s\nwant:\n%s", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	// The owner cannot change once written, not even with the seal.
+	if _, err := sqlDB.ExecContext(ctx, `UPDATE audit_events SET owner_subject = 'mallory' WHERE action = 'rejected'`); err == nil {
+		t.Fatal("the append-only trigger let the owner change")
 	}
 }

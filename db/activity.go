@@ -193,10 +193,20 @@ func (d *DB) ActivityPeople(ctx context.Context) ([]ActivityPerson, error) {
 	return list, translate("activity people", err)
 }
 
-// ActivityAgents lists the names of every API key, live or revoked, for
-// the Activity page's agent filter.
-func (d *DB) ActivityAgents(ctx context.Context) ([]string, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT name FROM api_keys ORDER BY name`)
+// ActivityAgents lists the agents (API key names) of the calls viewer may
+// see (activityScope), from their most recent calls, for the Activity
+// page's agent filter: a member is not shown the names of keys that never
+// made a call of theirs.
+func (d *DB) ActivityAgents(ctx context.Context, viewer User) ([]string, error) {
+	scope, who := activityScope(viewer, "", 2)
+	args := []any{approval.ActivityActions("")}
+	if who != nil {
+		args = append(args, who)
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT agent FROM (SELECT CASE WHEN e.actor_kind = '`+approval.ActorAPIKey+`'
+		THEN e.actor_name ELSE COALESCE(e.detail->>'agent_key', '') END AS agent
+		FROM audit_events e WHERE e.action = ANY($1) AND `+scope+` ORDER BY e.id DESC LIMIT 2000) a
+		WHERE agent <> '' ORDER BY agent`, args...)
 	if err != nil {
 		return nil, translate("activity agents", err)
 	}

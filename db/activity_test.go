@@ -225,6 +225,17 @@ func TestActivityFiltersAndPaging(t *testing.T) {
 			t.Errorf("%s: %d calls, want %d", name, got, c.want)
 		}
 	}
+	// The agent filter offers the keys of the viewer's own calls only.
+	agents, err := f.store.ActivityAgents(context.Background(), f.alice)
+	if err != nil || fmt.Sprint(agents) != "[laptop agent]" {
+		t.Fatalf("alice's agents: %v %v", agents, err)
+	}
+	if _, _, err := f.store.CreateAPIKey(context.Background(), "bob's other agent", nil); err != nil {
+		t.Fatal(err)
+	}
+	if agents, _ := f.store.ActivityAgents(context.Background(), f.alice); len(agents) != 1 {
+		t.Fatalf("alice is offered a key that made none of her calls: %v", agents)
+	}
 	// Bob's grant filter shows nothing of alice's grant.
 	if got := len(f.list(t, f.bob, db.ActivityFilter{Grant: f.grant}).Calls); got != 0 {
 		t.Fatalf("bob sees %d calls of alice's grant", got)

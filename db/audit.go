@@ -84,6 +84,8 @@ type AuditLine struct {
 	ApprovalID     string         `db:"approval_id"`
 	Detail         map[string]any `db:"detail"`
 	Hash           string         `db:"hash"`
+	// OwnerSubject is whose agent made the call, on a line about a call.
+	OwnerSubject string `db:"owner_subject"`
 }
 
 // Sealed says whether the line has its place in the chain yet: lines are
@@ -105,7 +107,7 @@ type AuditFilter struct {
 }
 
 const auditColumns = `id, COALESCE(seq, 0) AS seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
-	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash`
+	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash, owner_subject`
 
 // where builds the filter's conditions; keyset bounds are added by the caller.
 func (f AuditFilter) where() (string, []any) {

@@ -85,6 +85,7 @@ func TestAccessibility(t *testing.T) {
 	}
 	visit(member, "playbook-runs", chromedp.Navigate(e.BaseURL+"/playbooks/"+dev.DemoPlaybookID),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-call-allowed"]`)))
+	visit(member, "activity", chromedp.Navigate(e.BaseURL+"/activity"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="activity-list"]`)))
 	visit(member, "settings", chromedp.Navigate(e.BaseURL+"/settings"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 
 	admin := newTab(t)

@@ -30,7 +30,7 @@ func (h *Handler) ActivityList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	agents, err := h.DB.ActivityAgents(ctx)
+	agents, err := h.DB.ActivityAgents(ctx, *user)
 	if err != nil {
 		return err
 	}

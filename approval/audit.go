@@ -54,6 +54,9 @@ const (
 	ActionRunRefused           = "playbook run refused"
 	ActionRefusedInRun         = "refused in unattended run"
 	ActionAllowedByPreapproval = "allowed by pre-approval"
+	// ActionAllowedByPolicy is a call its tool's policy allowed without
+	// asking (the mode is allow, or the condition was false for the call).
+	ActionAllowedByPolicy = "allowed by policy"
 )
 
 // AuditEvent is one line of the audit log. It never carries argument
@@ -68,7 +71,10 @@ type AuditEvent struct {
 	PlaybookID     string
 	RunID          string
 	ApprovalID     string
-	Detail         map[string]any
+	// OwnerSubject is the person whose agent made the call (the
+	// conversation's owner), on the lines about a call; empty otherwise.
+	OwnerSubject string
+	Detail       map[string]any
 }
 
 // AllActions lists every audit action, for the audit screen's filter.
@@ -79,5 +85,5 @@ var AllActions = []string{
 	ActionBlockedByPolicy, ActionGrantRevoked, ActionGrantExpired, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
-	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
+	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAllowedByPolicy, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
 }

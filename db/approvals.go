@@ -192,5 +192,5 @@ func auditForApproval(a Approval, actor approval.Actor, action string, detail ma
 		detail = d
 	}
 	return approval.AuditEvent{Actor: actor, Action: action, Connector: a.Connector, Tool: a.Tool,
-		ConversationID: a.ConversationID, TurnID: a.TurnID, ApprovalID: a.ID, Detail: detail}
+		ConversationID: a.ConversationID, TurnID: a.TurnID, ApprovalID: a.ID, OwnerSubject: a.OwnerSubject, Detail: detail}
 }

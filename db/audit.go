@@ -23,10 +23,10 @@ func RecordAudit(ctx context.Context, tx execer, ev approval.AuditEvent) error {
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool,
-			conversation_id, turn_id, playbook_id, run_id, approval_id, detail)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			conversation_id, turn_id, playbook_id, run_id, approval_id, detail, owner_subject)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		ev.Actor.Kind, ev.Actor.ID, ev.Actor.Name, ev.Action, ev.Connector, ev.Tool,
-		ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, detail)
+		ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, detail, ev.OwnerSubject)
 	return translate("record audit", err)
 }
 
@@ -36,7 +36,7 @@ func RecordAuditMany(ctx context.Context, tx execer, evs []approval.AuditEvent) 
 	if len(evs) == 0 {
 		return nil
 	}
-	cols := make([][]string, 12)
+	cols := make([][]string, 13)
 	for _, ev := range evs {
 		detail := ev.Detail
 		if detail == nil {
@@ -47,7 +47,7 @@ func RecordAuditMany(ctx context.Context, tx execer, evs []approval.AuditEvent) 
 			return translate("record audit", err)
 		}
 		for i, v := range []string{ev.Actor.Kind, ev.Actor.ID, ev.Actor.Name, ev.Action, ev.Connector, ev.Tool,
-			ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, string(b)} {
+			ev.ConversationID, ev.TurnID, ev.PlaybookID, ev.RunID, ev.ApprovalID, string(b), ev.OwnerSubject} {
 			cols[i] = append(cols[i], v)
 		}
 	}
@@ -57,11 +57,11 @@ func RecordAuditMany(ctx context.Context, tx execer, evs []approval.AuditEvent) 
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool,
-			conversation_id, turn_id, playbook_id, run_id, approval_id, detail)
-		SELECT k, i, n, a, c, t, cv, tu, pb, r, ap, d::jsonb
+			conversation_id, turn_id, playbook_id, run_id, approval_id, detail, owner_subject)
+		SELECT k, i, n, a, c, t, cv, tu, pb, r, ap, d::jsonb, o
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-			$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-			WITH ORDINALITY AS u(k, i, n, a, c, t, cv, tu, pb, r, ap, d, ord)
+			$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
+			WITH ORDINALITY AS u(k, i, n, a, c, t, cv, tu, pb, r, ap, d, o, ord)
 		ORDER BY ord`, args...)
 	return translate("record audit", err)
 }
@@ -84,6 +84,8 @@ type AuditLine struct {
 	ApprovalID     string         `db:"approval_id"`
 	Detail         map[string]any `db:"detail"`
 	Hash           string         `db:"hash"`
+	// OwnerSubject is whose agent made the call, on a line about a call.
+	OwnerSubject string `db:"owner_subject"`
 }
 
 // Sealed says whether the line has its place in the chain yet: lines are
@@ -105,7 +107,7 @@ type AuditFilter struct {
 }
 
 const auditColumns = `id, COALESCE(seq, 0) AS seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
-	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash`
+	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash, owner_subject`
 
 // where builds the filter's conditions; keyset bounds are added by the caller.
 func (f AuditFilter) where() (string, []any) {

@@ -225,7 +225,7 @@ func evalCondition(cond string, args approval.Arguments, f ConditionFunc) approv
 // nothing of it is kept.
 func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckRequest, args approval.Arguments,
 	tool Tool, f turnFacts, res *CheckResult, opt CheckOptions) error {
-	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt)
+	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt, false)
 	if err != nil || e == nil {
 		return err
 	}
@@ -243,12 +243,14 @@ func applyOutcome(ctx context.Context, s batchSender, key APIKey, req CheckReque
 
 // outcomeRecord is what outcome o records, as an entry of the group
 // writer: the audit line of an allow by a standing grant (and the grant's
-// use) or of a refusal, or a pending item with its audit line. An allow by
-// policy records nothing (nil).
+// use), of an allow by policy or of a refusal, or a pending item with its
+// audit line. The line of a call whose tool's mode is allow is written by
+// the statement that read the tool when read says so (policyAllowLine),
+// and then nothing more is recorded (nil).
 func outcomeRecord(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, f turnFacts, o approval.Outcome,
-	opt CheckOptions) (*groupEntry, error) {
+	opt CheckOptions, read bool) (*groupEntry, error) {
 	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name,
-		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID}
+		ConversationID: req.ConversationID, TurnID: req.TurnID, RunID: req.PlaybookRunID, OwnerSubject: req.User}
 	switch {
 	case o.Verdict == approval.Allow && o.Via == approval.ViaConversationGrant && f.ConversationGrant != nil:
 		ev.Action, ev.Detail = approval.ActionAutoApprovedConv, map[string]any{"grant_id": *f.ConversationGrant}
@@ -269,8 +271,11 @@ func outcomeRecord(key APIKey, req CheckRequest, args approval.Arguments, tool T
 		p := newPendingWrite(key, req, args, tool, opt)
 		ev.Action, ev.ApprovalID, ev.Detail = approval.ActionRequested, p.a.ID, runtimeDetail(req.Runtime)
 		return &groupEntry{ev: ev, pending: p}, nil
-	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy && read && tool.Mode == string(approval.ModeAllow):
 		return nil, nil
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
+		ev.Action, ev.Detail = approval.ActionAllowedByPolicy, policyAllowDetail(key, req, tool)
+		return &groupEntry{ev: ev}, nil
 	}
 	return nil, fmt.Errorf("db: check: no record for outcome %+v", o)
 }
@@ -320,20 +325,21 @@ func findEndedCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest,
 	return Approval{}, false, nil
 }
 
-// recordRunOutcome audits what an unattended run was allowed through its
-// pre-approvals and what it was refused, and records every call on the run
-// (allowed or refused), so that the playbook page shows what a run did and a
-// schedule never fails silently. A call the policy allows is recorded on the
-// run only: it is not an audit event anywhere else either.
+// recordRunOutcome audits what an unattended run was allowed, through its
+// pre-approvals or by policy, and what it was refused, and records every
+// call on the run (allowed or refused), so that the playbook page shows
+// what a run did and a schedule never fails silently.
 func recordRunOutcome(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, tool Tool, playbookID string, o approval.Outcome) error {
 	ev := approval.AuditEvent{Actor: key.Actor(), Connector: tool.Connector, Tool: tool.Name, ConversationID: req.ConversationID,
-		TurnID: req.TurnID, PlaybookID: playbookID, RunID: req.PlaybookRunID}
+		TurnID: req.TurnID, PlaybookID: playbookID, RunID: req.PlaybookRunID, OwnerSubject: req.User}
 	if err := recordRunCall(ctx, tx, req, tool, playbookID, o); err != nil {
 		return err
 	}
 	switch {
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPreapproval:
 		ev.Action = approval.ActionAllowedByPreapproval
+	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy:
+		ev.Action, ev.Detail = approval.ActionAllowedByPolicy, policyAllowDetail(key, req, tool)
 	case o.Verdict == approval.Deny:
 		ev.Action, ev.Detail = approval.ActionRefusedInRun, map[string]any{"code": string(o.Code)}
 	default:
@@ -354,6 +360,18 @@ func runtimeDetail(r approval.Runtime) map[string]any {
 		if v != "" {
 			d[k] = v
 		}
+	}
+	return d
+}
+
+// policyAllowDetail is the audit detail of a call its policy allowed: which key
+// asked, the call's id, and the rule that allowed it — the mode, or the
+// condition that was false for the call (the admin's words, never the
+// call's arguments). policyAllowLine writes the same keys.
+func policyAllowDetail(key APIKey, req CheckRequest, tool Tool) map[string]any {
+	d := map[string]any{"agent_key": key.Name, "call_id": req.CallID, "rule": tool.Mode, "policy_version": tool.PolicyVersion}
+	if tool.Mode == string(approval.ModeRequireApproval) {
+		d["rule"], d["condition"] = "condition", tool.Condition
 	}
 	return d
 }

@@ -113,13 +113,49 @@ func mustReplace(s, old, new string) string {
 // costs a check its policy allows about as much again as the rest, so
 // only checks of tools known to ask run it (askingTools); the others are
 // read without the facts, together (keyToolGroupSQL).
-var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
-		f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
+var keyAndToolSQL = `WITH c AS (SELECT k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created,
+		k.last_used_at AS k_used, t.*, f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
 	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
 	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
 	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
-	WHERE k.key_hash = $3 AND k.revoked_at IS NULL`
+	WHERE k.key_hash = $3 AND k.revoked_at IS NULL), ` +
+	policyAllowLine("k_id", "k_name", "$4", "$5", "$6", "$7") + `
+	SELECT k_id, k_name, k_prefix, k_created, k_used, ` + toolColumns + `,
+		rejections, conversation_grant, always_grant, scoped_grants, same_call FROM c`
+
+// toolColumns are toolSelect's columns by their own names, as a statement
+// built over it (c) reads them back.
+const toolColumns = `id, connector, name, display_name, description, read_only_hint, destructive_hint, idempotent_hint,
+	open_world_hint, mode, standing_approval, condition, policy_version, max_grant_seconds, retired_at, connector_display,
+	connector_kind, connector_deleted, shell_argument, matchable`
+
+// policyAllowLine is the part of a check's first statement that writes the
+// audit line of every call it read whose tool's mode is allow: such a
+// call is allowed by Evaluate from the tool's row alone, so its line is
+// written by the very statement that read it — no second round trip. The
+// statement reads its rows into c (the tool's columns by their names, no
+// row or NULL columns for no tool); keyID, keyName, owner, conv, turn and
+// call are expressions over c or the statement's parameters. The line has
+// policyAllowDetail's keys. Its transaction commits without waiting for the
+// WAL flush (synchronous_commit off, for this transaction only): a crash
+// of Postgres may lose the last few hundred milliseconds of these lines,
+// and of nothing else, since a transaction that writes anything else
+// commits as usual (see docs/security.md). A call whose condition was
+// false is recorded by the group writer (outcomeRecord).
+func policyAllowLine(keyID, keyName, owner, conv, turn, call string) string {
+	return `policy_allowed AS (INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool,
+		conversation_id, turn_id, detail, owner_subject)
+	SELECT '` + approval.ActorAPIKey + `', ` + keyID + `::text, ` + keyName + `, '` + approval.ActionAllowedByPolicy + `', c.connector, c.name,
+		` + conv + `, ` + turn + `, jsonb_build_object('agent_key', ` + keyName + `, 'call_id', ` + call + `, 'rule', c.mode,
+		'policy_version', c.policy_version), ` + owner + `
+	FROM c WHERE c.mode = '` + string(approval.ModeAllow) + `' AND set_config('synchronous_commit', 'off', true) = 'off')`
+}
+
+// checkToolLineSQL is checkToolSQL that also writes the audit line of a
+// call its policy allows (policyAllowLine); $9 is the key's name.
+var checkToolLineSQL = `WITH c AS (` + checkToolSQL + `), ` + policyAllowLine("$3", "$9::text", "$4", "$5", "$6", "$7") + `
+	SELECT ` + toolColumns + ` FROM c`
 
 // askingTools remembers the tools whose policy asked a person when a
 // check last read them, so that the next check of one reads the turn's
@@ -218,7 +254,7 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 	if req.PlaybookRunID != "" {
 		return Tool{}, false, nil
 	}
-	rows, err := d.Pool.Query(ctx, checkToolSQL, checkToolArgs(key.ID, req, args)...)
+	rows, err := d.Pool.Query(ctx, checkToolLineSQL, append(checkToolArgs(key.ID, req, args), key.Name)...)
 	if err != nil {
 		return Tool{}, false, err
 	}
@@ -227,7 +263,7 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 
 // checkFast answers most checks without an explicit transaction, given the
 // tool read by checkToolSQL. A call its policy allows is answered from that
-// alone and writes nothing. Only a policy that asks a person needs the
+// alone, its audit line written by that statement (policyAllowLine). Only a policy that asks a person needs the
 // turn's facts: read with the tool (keyAndToolSQL), or else one more
 // statement (turnFactsSQL). What the outcome records is written by the
 // group writer (writeGroups). The tool's row is read without
@@ -275,7 +311,7 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 	}
 	// What the outcome records is written with what concurrent checks
 	// record (writeGroups).
-	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt)
+	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt, true)
 	if err == nil && e != nil {
 		e.way = way
 		if err = d.writeGrouped(ctx, e); err == nil {

@@ -13,8 +13,9 @@ import (
 	"github.com/countersign/countersign/db"
 )
 
-// An allowed-by-policy check writes nothing: it takes no lock on the tool's
-// row (no transaction id lands in the row's xmax) and audits nothing.
+// An allowed-by-policy check takes no lock on the tool's row (no
+// transaction id lands in the row's xmax) and writes one audit line per
+// call, naming the call's owner, in the statement that read the tool.
 func TestAllowedByPolicyTakesNoLock(t *testing.T) {
 	f := newBlockFixture(t)
 	ctx := context.Background()
@@ -35,8 +36,14 @@ func TestAllowedByPolicyTakesNoLock(t *testing.T) {
 			t.Fatalf("check: %+v %v", res.Outcome, err)
 		}
 	}
-	if x1, e1 := state(); x1 != x0 || e1 != e0 {
-		t.Fatalf("the tool's row was locked or something was audited: xmax %s → %s, events %d → %d", x0, x1, e0, e1)
+	if x1, e1 := state(); x1 != x0 || e1 != e0+3 {
+		t.Fatalf("the tool's row was locked or the calls were not audited once each: xmax %s → %s, events %d → %d", x0, x1, e0, e1)
+	}
+	var n int
+	if err := f.store.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_events WHERE action = $1 AND owner_subject = $2
+		AND actor_kind = 'api_key' AND detail->>'rule' = 'allow' AND detail->>'call_id' = 'c'`,
+		approval.ActionAllowedByPolicy, f.user.Subject).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("allowed-by-policy lines with the owner: %d %v", n, err)
 	}
 }
 

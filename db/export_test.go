@@ -44,7 +44,7 @@ func (d *DB) SetGroupLinger(l time.Duration) { d.groups.linger = l }
 func (d *DB) OpenPendingGroupedOnTheWay(ctx context.Context, key APIKey, req CheckRequest, tool Tool, way *onTheWay) (CheckResult, error) {
 	res := CheckResult{Outcome: approval.Outcome{Verdict: approval.Pending}, Tool: tool}
 	e, err := outcomeRecord(key, req, approval.ParseArguments(req.Arguments), tool, turnFacts{}, res.Outcome,
-		CheckOptions{Timeout: time.Minute})
+		CheckOptions{Timeout: time.Minute}, true)
 	if err == nil {
 		e.way = way
 		if err = d.writeGrouped(ctx, e); err == nil {

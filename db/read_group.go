@@ -116,13 +116,17 @@ type readEntry struct {
 // arrays in checkToolSQL's order, one element per check, $3 the key's hash;
 // one row for each check whose key is live, numbered by ord, with the
 // tool's columns NULL for an unknown or retired tool or a call already
-// pending. It reads keyAndToolSQL's columns without the turn's facts.
-var keyToolGroupSQL = `SELECT r.ord, k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*
+// pending. It reads keyAndToolSQL's columns without the turn's facts, and
+// writes the audit line of each call its policy allows (policyAllowLine).
+var keyToolGroupSQL = `WITH c AS (SELECT r.ord, r.owner AS c_owner, r.conv AS c_conv, r.turn AS c_turn, r.call AS c_call,
+		k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created, k.last_used_at AS k_used, t.*
 	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 		WITH ORDINALITY AS r(connector, tool, key_hash, owner, conv, turn, call, digest, ord)
 	JOIN api_keys k ON k.key_hash = r.key_hash AND k.revoked_at IS NULL
 	LEFT JOIN LATERAL (` + replaceEach(checkToolSQL, "$1", "r.connector", "$2", "r.tool", "$3", "k.id", "$4", "r.owner",
-	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest") + `) t ON true`
+	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest") + `) t ON true), ` +
+	policyAllowLine("c.k_id", "c.k_name", "c.c_owner", "c.c_conv", "c.c_turn", "c.c_call") + `
+	SELECT ord, k_id, k_name, k_prefix, k_created, k_used, ` + toolColumns + ` FROM c`
 
 // replaceEach replaces, in one pass, each old of the pairs with its new; it
 // panics if an old is missing or a placeholder ($) is left over.

@@ -179,6 +179,7 @@ func walkEveryScreen(t *testing.T, e *testenv.Env, open func() context.Context, 
 	}
 	visit(member, "playbook-runs", chromedp.Navigate(e.BaseURL+"/playbooks/"+dev.DemoPlaybookID),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="run-call-allowed"]`)))
+	visit(member, "activity", chromedp.Navigate(e.BaseURL+"/activity"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="activity-list"]`)))
 	visit(member, "settings", chromedp.Navigate(e.BaseURL+"/settings"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 	visit(member, "not-an-admin", chromedp.Navigate(e.BaseURL+"/admin/policies"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="error-page"]`)))
 

@@ -18,7 +18,7 @@ var auditActionGroups = []struct {
 }{
 	{"Decisions", []string{approval.ActionRequested, approval.ActionApproved, approval.ActionApprovedConversation, approval.ActionAlwaysAllowed, approval.ActionAlwaysMatching,
 		approval.ActionRejected, approval.ActionExpired, approval.ActionCancelled, approval.ActionClaimed}},
-	{"Without asking", []string{approval.ActionAutoApprovedConv, approval.ActionAutoApprovedAlways, approval.ActionAutoApprovedScoped, approval.ActionBlockedRepeated,
+	{"Without asking", []string{approval.ActionAllowedByPolicy, approval.ActionAutoApprovedConv, approval.ActionAutoApprovedAlways, approval.ActionAutoApprovedScoped, approval.ActionBlockedRepeated,
 		approval.ActionBlockedByPolicy}},
 	{"Grants and policies", []string{approval.ActionGrantRevoked, approval.ActionPolicyChanged}},
 	{"Catalog", []string{approval.ActionConnectorSynced, approval.ActionConnectorDeleted, approval.ActionToolRegistered}},

@@ -197,5 +197,5 @@ func auditLineView(l db.AuditLine) views.AuditLineView {
 		Raw: [][2]string{{"id", fmt.Sprint(l.ID)}, {"seq", fmt.Sprint(l.Seq)}, {"at", l.At.UTC().Format(time.RFC3339Nano)},
 			{"actor", l.ActorKind + " " + l.ActorID + " (" + l.ActorName + ")"}, {"action", l.Action}, {"connector", l.Connector},
 			{"tool", l.Tool}, {"conversation", l.ConversationID}, {"turn", l.TurnID}, {"playbook", l.PlaybookID},
-			{"run", l.RunID}, {"approval", l.ApprovalID}, {"detail", string(detail)}, {"hash", l.Hash}}}
+			{"run", l.RunID}, {"approval", l.ApprovalID}, {"owner", l.OwnerSubject}, {"detail", string(detail)}, {"hash", l.Hash}}}
 }

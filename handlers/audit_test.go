@@ -36,6 +36,7 @@ func TestAuditScenario(t *testing.T) {
 	if status != http.StatusOK { // claimed
 		t.Fatal(status)
 	}
+	l.check(t, l.call("mail", "search_messages", args(0)))                                                          // allowed by policy
 	decide(l.Member, l.pending(t, conv("c2", l.call("calendar", "create_event", args(2)))), "approve_conversation") // requested, approved for conversation
 	l.check(t, conv("c2", l.call("calendar", "create_event", args(3))))                                             // auto-approved by conversation grant
 	l.offerStanding(t, "mail", "delete_message")
@@ -109,7 +110,7 @@ func TestAuditScenario(t *testing.T) {
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
-		"tool registered": 1,
+		"tool registered": 1, "allowed by policy": 1,
 	}
 	got := map[string]int{}
 	for _, a := range l.AuditActions() {

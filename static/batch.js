@@ -1,5 +1,6 @@
 // Decisions in batches: calls picked in the compact list (a row's box, or
-// "x") are approved once or rejected in one step. The question lists
+// "x", or all like the selected one) are approved once or rejected in one
+// step. The question lists
 // every call; the server decides each on its own (its own item, digest
 // and audit line, with a shared batch id) and answers with what became of
 // each, a call decided, cancelled or expired meanwhile included. A batch
@@ -22,20 +23,29 @@ function update() {
 }
 
 // "Select all N like this": the calls of the selected card's key and tool
-// with the same arguments.
+// with the same arguments (data-like); "Select all N of this tool in this
+// conversation": the calls of its key, owner, conversation and tool,
+// whatever their arguments (data-conv-tool).
 let selectedID = '';
-function alike() {
+function alike(attr = 'data-like') {
   const row = selectedID && rows.querySelector(':scope > li[data-row-for="' + CSS.escape(selectedID) + '"]');
   if (!row) { return []; }
-  const like = row.getAttribute('data-like');
-  return Array.from(rows.querySelectorAll(':scope > li:not([hidden])')).filter((r) => r.getAttribute('data-like') === like);
+  const like = row.getAttribute(attr);
+  return Array.from(rows.querySelectorAll(':scope > li:not([hidden])')).filter((r) => r.getAttribute(attr) === like);
+}
+function offer(button, same, words) {
+  const open = same.filter((r) => !r.querySelector('input[data-batch-pick]').checked);
+  button.hidden = same.length < 2 || open.length === 0;
+  button.textContent = 'Select all ' + same.length + words;
 }
 function likeAll() {
-  const b = box.querySelector('[data-like-all]');
   const same = alike();
-  const open = same.filter((r) => !r.querySelector('input[data-batch-pick]').checked);
-  b.hidden = same.length < 2 || open.length === 0;
-  b.textContent = 'Select all ' + same.length + ' like this';
+  offer(box.querySelector('[data-like-all]'), same, ' like this');
+  // The same calls twice would be one offer under two names.
+  const conv = alike('data-conv-tool');
+  const b = box.querySelector('[data-conv-all]');
+  offer(b, conv, ' of this tool in this conversation');
+  if (conv.length === same.length && conv.every((r) => same.includes(r))) { b.hidden = true; }
 }
 
 function listItem(row) {
@@ -143,6 +153,10 @@ if (box && rows) {
   });
   box.querySelector('[data-like-all]').addEventListener('click', () => {
     alike().forEach((r) => { r.querySelector('input[data-batch-pick]').checked = true; });
+    update();
+  });
+  box.querySelector('[data-conv-all]').addEventListener('click', () => {
+    alike('data-conv-tool').forEach((r) => { r.querySelector('input[data-batch-pick]').checked = true; });
     update();
   });
   box.addEventListener('click', (e) => {

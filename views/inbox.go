@@ -48,6 +48,10 @@ type ApprovalCard struct {
 	// arguments (by digest). The list offers to select them all for a
 	// batch.
 	LikeKey string
+	// ConversationToolKey names the calls of the same tool in the same
+	// conversation (the same key and owner too), whatever their
+	// arguments: the list offers to select them all for a batch.
+	ConversationToolKey string
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

@@ -6,7 +6,7 @@ package views
 // Page is what the layout needs on every screen.
 type Page struct {
 	Title     string
-	Active    string // navigation key: inbox, auto-approve, playbooks, policies, audit, api-keys
+	Active    string // navigation key: inbox, auto-approve, activity, playbooks, policies, audit, api-keys
 	User      *UserView
 	CSRFToken string
 	Flash     *Flash
@@ -60,6 +60,7 @@ func (p Page) nav() []navItem {
 	items := []navItem{
 		{"inbox", "Inbox", "/"},
 		{"auto-approve", "Auto-approve", "/auto-approve"},
+		{"activity", "Activity", "/activity"},
 		{"playbooks", "Playbooks", "/playbooks"},
 		{"settings", "Settings", "/settings"},
 	}

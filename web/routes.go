@@ -81,6 +81,8 @@ func (s *Server) userRoutes(user *echo.Group) {
 	user.POST("/auto-approve/:grant/clear", h.GrantClear)
 	user.POST("/auto-approve/connector/:connector/revoke", h.GrantRevokeConnector)
 	user.POST("/auto-approve/clear-lapsed", h.GrantClearLapsed)
+	user.GET("/activity", h.ActivityList)
+	user.POST("/activity/grants/:grant/revoke", h.ActivityGrantRevoke)
 	user.GET("/playbooks", h.PlaybookList)
 	user.GET("/playbooks/:id", h.PlaybookShow)
 	user.POST("/playbooks/:id/enable", h.PlaybookEnable)

@@ -80,7 +80,11 @@ func TestPasskeyStepUp(t *testing.T) {
 		{"ErrNoAssertion", func() []byte { return nil }, approval.CodePasskeyRequired},
 		{"ErrOtherItem", func() []byte { return f.auth.Assert(t, f.challenge(other, approval.Approve)) }, approval.CodePasskeyInvalid},
 		{"ErrRejectAsApprove", func() []byte { return f.auth.Assert(t, f.challenge(a, approval.Reject)) }, approval.CodePasskeyInvalid},
-		{"ErrNoUserVerification", func() []byte { a := noUV.Assert(t, f.challenge(a, approval.Approve)); f.auth.Counter = noUV.Counter; return a }, approval.CodePasskeyInvalid},
+		{"ErrNoUserVerification", func() []byte {
+			a := noUV.Assert(t, f.challenge(a, approval.Approve))
+			f.auth.Counter = noUV.Counter
+			return a
+		}, approval.CodePasskeyInvalid},
 		{"ErrNotThePersonsPasskey", func() []byte { return stranger.Assert(t, f.challenge(a, approval.Approve)) }, approval.CodePasskeyInvalid},
 		{"ErrMalformed", func() []byte { return []byte(`{"id":"x"`) }, approval.CodePasskeyInvalid},
 		{"ErrOtherOrigin", func() []byte {

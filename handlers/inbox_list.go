@@ -73,6 +73,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 	}
 	like := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s\x00%s", a.APIKeyID, a.Connector, a.Tool, a.ArgumentsDigest)))
 	card.LikeKey = hex.EncodeToString(like[:8])
+	h.passkeyStep(&card, a) // passkey step-up (issue 33)
 	if card.SendsOut {
 		card.Destination = views.DestinationOf(a.Preview)
 		card.Recipients = views.Recipients(a.Preview)

@@ -26,6 +26,8 @@ const (
 	Panes = "panes.js"
 	// Batch decides the calls picked in the list in one step.
 	Batch = "batch.js"
+	// Passkey adds a passkey on Settings and signs a step-up approval.
+	Passkey = "passkey.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -8,9 +8,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/passkey"
+	"github.com/countersign/countersign/web"
 	"github.com/go-webauthn/webauthn/protocol/webauthncbor"
 	"github.com/go-webauthn/webauthn/protocol/webauthncose"
 )
@@ -92,4 +94,16 @@ func (a *SoftAuthenticator) Assert(t testing.TB, challenge []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Localhost serves the Env under http://localhost:PORT instead of
+// 127.0.0.1 (browsers refuse WebAuthn for an IP address); the test browses
+// LocalhostURL(e.BaseURL).
+func Localhost(cfg *web.Config) {
+	cfg.BaseURL.Host = LocalhostURL(cfg.BaseURL.Host)
+}
+
+// LocalhostURL is u with 127.0.0.1 replaced by localhost.
+func LocalhostURL(u string) string {
+	return strings.Replace(u, "127.0.0.1", "localhost", 1)
 }

@@ -221,3 +221,37 @@ func countAction(t *testing.T, store *db.DB, action string) int {
 	}
 	return n
 }
+
+// A playbook cannot pre-approve a tool that requires a passkey (a passkey
+// signs one call's arguments, which a run has not produced yet), and a
+// run's call that asks for proof is not allowed by a pre-approval.
+func TestPasskeyToolNotPreapprovable(t *testing.T) {
+	ctx := context.Background()
+	store, run := preapprovedRun(t)
+	res, err := store.Check(ctx, runKey, db.CheckRequest{CallID: "asks", User: "owner-1", ConversationID: "conv", TurnID: "t1",
+		Connector: "bank", Tool: "pay", Arguments: `{"amount":1}`, PlaybookRunID: run.ID, Proof: approval.ProofPasskey}, db.CheckOptions{})
+	if err != nil || res.Outcome.Verdict != approval.Deny || res.Outcome.Code != approval.CodeApprovalUnavailable {
+		t.Fatalf("a run's call asking for proof: %v %+v", err, res.Outcome)
+	}
+	if got := checkInRun(t, store, runKey, "owner-1", run.ID, "plain"); got.Verdict != approval.Allow {
+		t.Fatalf("the same call without proof: %+v", got)
+	}
+	var toolID int64
+	if err := store.Pool.QueryRow(ctx, `SELECT id FROM tools WHERE connector = 'bank' AND name = 'pay'`).Scan(&toolID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.SetToolProof(ctx, approval.SystemActor, toolID, 0, approval.ProofPasskey, ""); err != nil {
+		t.Fatal(err)
+	}
+	pb, _, err := store.PlaybookWithPairs(ctx, "pb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.PreApprove(ctx, db.User{Subject: "owner-1"}, "pb", pb.Fingerprint); approval.KindOf(err) != approval.KindUnprocessable ||
+		!strings.Contains(err.Error(), "requires a passkey") {
+		t.Fatalf("pre-approving a passkey tool: %v", err)
+	}
+	if got := checkInRun(t, store, runKey, "owner-1", run.ID, "after"); got.Verdict != approval.Deny {
+		t.Fatalf("after step-up was turned on, a run's call: %+v", got)
+	}
+}

@@ -64,3 +64,22 @@ func proofDetail(t Tool) map[string]any {
 	d["proof"], d["proof_condition"] = t.Proof, t.ProofCondition
 	return d
 }
+
+// refusePasskeyPreapproval refuses a playbook's pre-approval of a tool that
+// requires a passkey. Why refuse rather than ask for the passkey: a
+// pre-approval approves calls not made yet, whose arguments nobody has
+// seen, so a signature could not cover them and would prove nothing about
+// the call that runs. Runs are denied such calls (approval_unavailable).
+func refusePasskeyPreapproval(ctx context.Context, tx pgx.Tx, s PairState) error {
+	var proof string
+	if err := tx.QueryRow(ctx, `SELECT proof FROM tools WHERE id = $1`, s.ToolID).Scan(&proof); err != nil {
+		return err
+	}
+	if proof == string(approval.ProofPasskey) {
+		return approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered,
+			"%s requires a passkey to approve each call, so a playbook cannot pre-approve it: a passkey signs one call’s arguments, "+
+				"which an unattended run has not produced yet. Nothing was pre-approved; remove the tool from the playbook, "+
+				"or ask an admin to turn off its passkey requirement.", s.Label())
+	}
+	return nil
+}

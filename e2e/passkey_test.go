@@ -202,6 +202,20 @@ func TestPasskeyStepUp(t *testing.T) {
 		t.Fatalf("%d refusals audited, want 5", n)
 	}
 
+	t.Run("FailedPromptSaysWhy", func(t *testing.T) {
+		// The person's device cannot verify them: nothing is sent, and
+		// the card says why.
+		setUserVerified(t, ctx, auth, false)
+		defer setUserVerified(t, ctx, auth, true)
+		openRequestAt(t, ctx, base, x)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="approve-passkey"]`))); err != nil {
+			t.Fatal(err)
+		}
+		until(t, ctx, `/^Not approved: the passkey prompt was cancelled or failed/.test(document.querySelector('[data-passkey-status]').textContent)`, "the card does not say why")
+		screenshot(t, ctx, "request-passkey-failed")
+		wantPending(t, e, x)
+	})
+
 	t.Run("AgentWithTheSessionCookie", func(t *testing.T) {
 		// A script holding the person's cookie and the page's CSRF token
 		// posts the approval form, as an agent driving the browser's
@@ -283,6 +297,30 @@ func TestPasskeyStepUp(t *testing.T) {
 		}
 	})
 
+	t.Run("AdminScreens", func(t *testing.T) {
+		admin := newTab(t)
+		signInAt(t, admin, base, "admin")
+		if err := chromedp.Do(admin, chromedp.Navigate(base+"/admin/passkeys"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="passkey-holders"]`))); err != nil {
+			t.Fatal(err)
+		}
+		if got := text(t, admin, `[data-testid="passkey-count"]`); got != "1" {
+			t.Fatalf("the member's passkeys: %q", got)
+		}
+		screenshot(t, admin, "admin-passkeys")
+		if err := chromedp.Do(admin, chromedp.Navigate(fmt.Sprintf("%s/admin/policies/%d/proof", base, toolID)),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="proof-form"]`))); err != nil {
+			t.Fatal(err)
+		}
+		if !eval[bool](t, admin, `document.querySelector('[data-testid="proof-passkey"]').checked`) {
+			t.Fatal("the form does not show the step-up")
+		}
+		screenshot(t, admin, "policy-proof")
+		if err := chromedp.Do(admin, chromedp.Navigate(base+"/admin/audit")); err != nil {
+			t.Fatal(err)
+		}
+		until(t, admin, `[...document.querySelectorAll('[data-testid="audit-passkey"]')].some((p) => p.textContent.includes('Laptop'))`, "the audit screen does not name the passkey")
+	})
+
 	t.Run("AuditVerify", func(t *testing.T) {
 		rep, err := e.DB.VerifyReceipts(context.Background())
 		if err != nil || !rep.OK() || rep.Checked != 2 {
@@ -351,5 +389,18 @@ func waitFor(t *testing.T, ctx context.Context, js, what string) {
 			t.Fatal(what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// setUserVerified makes the authenticator's user verification succeed or
+// fail.
+func setUserVerified(t *testing.T, ctx context.Context, id webauthn.AuthenticatorID, ok bool) {
+	t.Helper()
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, webauthn.SetUserVerified, webauthn.SetUserVerifiedParams{AuthenticatorID: id, IsUserVerified: ok})
+		return err
+	}))
+	if err != nil {
+		t.Fatal(err)
 	}
 }

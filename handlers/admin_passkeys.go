@@ -15,7 +15,7 @@ func (h *Handler) AdminPasskeys(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AdminPasskeysView{Page: h.Page(c, "Passkeys", "passkeys"), Now: h.Now()}
+	v := views.AdminPasskeysView{Page: h.Page(c, "Passkeys", "policies"), Now: h.Now()}
 	for _, p := range list {
 		v.Holders = append(v.Holders, views.PasskeyHolderRow{Subject: p.Subject, Name: p.Name, Email: p.Email,
 			Passkeys: p.Passkeys, LastUsedAt: p.LastUsedAt})

@@ -255,3 +255,20 @@ func TestPasskeyToolNotPreapprovable(t *testing.T) {
 		t.Fatalf("after step-up was turned on, a run's call: %+v", got)
 	}
 }
+
+// A check asking for proof never joins an earlier item that needs none.
+func TestAttachNeverWeakensProof(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	first, req := f.pending(t, "turn")
+	req.CallID, req.AttachToPending, req.Proof = "retry", true, approval.ProofPasskey
+	res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: 60e9, DeniedThreshold: 2})
+	if err != nil || res.Approval == nil || res.Approval.ID == first.ID || res.Approval.ProofRequired != approval.ProofPasskey {
+		t.Fatalf("joined %v (first %s): %v", res.Approval, first.ID, err)
+	}
+	req.CallID = "retry-2"
+	again, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: 60e9, DeniedThreshold: 2})
+	if err != nil || again.Approval == nil || again.Approval.ID != res.Approval.ID {
+		t.Fatalf("a second retry asking proof joins the item that needs it: %v %v", again.Approval, err)
+	}
+}

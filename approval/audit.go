@@ -86,4 +86,6 @@ var AllActions = []string{
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAllowedByPolicy, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
+	// Passkeys and step-up approvals (ProofActions).
+	ActionProofRefused, ActionPasskeyAdded, ActionPasskeyRemoved, ActionPasskeysReset,
 }

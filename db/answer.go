@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/passkey"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -32,6 +33,11 @@ type Answer struct {
 	// BatchID names the batch the answer was given in (empty: alone); each
 	// item of a batch is decided on its own, its audit line naming it.
 	BatchID string
+	// Passkey step-up (issue 33): the WebAuthn assertion sent with an
+	// approval (the browser's PublicKeyCredential as JSON), and the relying
+	// party that verifies it; see proveAnswer.
+	Assertion []byte
+	RP        *passkey.RP
 }
 
 // Answer records a reviewer's answer as Decide does. A reason typed with an
@@ -48,6 +54,10 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		}
 		p, err := planAnswer(ctx, tx, a, reviewer, ans)
 		if err != nil {
+			return err
+		}
+		// Passkey step-up (issue 33): verified and kept before the UPDATE.
+		if p.receipt, err = proveAnswer(ctx, tx, a, reviewer, ans); err != nil {
 			return err
 		}
 		decided, err := recordDecision(ctx, tx, id, reviewer, ans, p.standing)
@@ -72,11 +82,15 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), answerDetail(out, ans, p))); err != nil {
 			return err
 		}
+		if err := linkReceipt(ctx, tx, p.receipt, id); err != nil { // passkey step-up (issue 33)
+			return err
+		}
 		if err := outboxApproval(ctx, tx, EventApprovalDecided, out); err != nil {
 			return err
 		}
 		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
 	})
+	err = d.noteProofRefused(ctx, id, reviewer, ans, err) // passkey step-up (issue 33): audit a refusal
 	return out, translate("decide approval", err)
 }
 
@@ -87,6 +101,7 @@ type answerPlan struct {
 	standing bool
 	length   time.Duration
 	sc       chosenScope
+	receipt  *proofReceipt // passkey step-up (issue 33); nil: none needed
 }
 
 // planAnswer checks that reviewer owns item a and that the answer is
@@ -183,6 +198,7 @@ func answerDetail(out Approval, ans Answer, p answerPlan) map[string]any {
 	if ans.BatchID != "" {
 		detail["batch_id"] = ans.BatchID
 	}
+	p.receipt.detail(detail) // passkey step-up (issue 33)
 	return detail
 }
 

@@ -56,6 +56,10 @@ type Approval struct {
 	// database's clock (zero once due). Waits use it, never ExpiresAt
 	// against this process's clock, which may disagree with the database's.
 	ExpiresIn time.Duration `db:"expires_in"`
+	// Passkey step-up (issue 33): the proof approving the item needs, and
+	// the name of the passkey that approved it ("" if none did).
+	ProofRequired approval.Proof `db:"proof_required"`
+	ProofPasskey  string         `db:"proof_passkey"`
 }
 
 // Annotations are the tool's hints at read time.
@@ -98,7 +102,9 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 	s.read_only_hint_shown AS read_only_hint, s.destructive_hint_shown AS destructive_hint,
 	s.open_world_hint_shown AS open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in, COALESCE(k.name, '') AS api_key_name,
-	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff
+	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff,
+	a.proof_required, COALESCE((SELECT p.name FROM approval_receipts r JOIN passkeys p ON p.id = r.passkey_id
+		WHERE r.approval_id = a.id), '') AS proof_passkey
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
 	LEFT JOIN api_keys k ON k.id = a.api_key_id
 	CROSS JOIN LATERAL (SELECT COALESCE(a.shown_tool_display, t.display_name) AS tool_display_shown,

@@ -25,11 +25,12 @@ func findAttachable(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest
 	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
 		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.tool_id = $4
 		  AND a.arguments_digest = $5 AND a.policy_version = $6
+		  AND ($8 <> 'passkey' OR a.proof_required = 'passkey') -- passkey step-up (issue 33): never join a weaker item
 		  AND ((a.status = 'pending' AND a.expires_at > now())
 		    OR (a.status = 'approved' AND a.consumed_at IS NULL AND a.decided_at > now() - $7::interval))
 		ORDER BY a.status = 'approved' DESC, a.created_at DESC
 		LIMIT 1`,
-		key.ID, req.User, req.ConversationID, tool.ID, digest, tool.PolicyVersion, timeout))
+		key.ID, req.User, req.ConversationID, tool.ID, digest, tool.PolicyVersion, timeout, string(req.Proof)))
 	if err != nil || len(list) == 0 {
 		return Approval{}, false, err
 	}

@@ -52,6 +52,10 @@ type Tool struct {
 	// Matchable offers "Always allow calls like this" where standing
 	// approval is not offered.
 	Matchable bool `db:"matchable"`
+	// Passkey step-up (issue 33): "passkey" when approving needs one, and
+	// the CEL condition that limits it to some calls ("" for all).
+	Proof          string `db:"proof"`
+	ProofCondition string `db:"proof_condition"`
 }
 
 // Annotations are the tool's hints.
@@ -78,7 +82,7 @@ func (t Tool) MaxGrant() time.Duration {
 const toolSelect = `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 	t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 	t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
-	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable
+	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.proof, t.proof_condition
 	FROM tools t JOIN connectors c ON c.name = t.connector`
 
 // SyncConnector upserts a connector and its full tool list. New tools get

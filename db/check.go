@@ -32,6 +32,9 @@ type CheckRequest struct {
 	// text and are never part of the digest.
 	Runtime approval.Runtime
 	Diff    string
+	// Proof is what the runtime asks an approval of this call to carry
+	// (passkey step-up, issue 33): stronger than the tool's, never weaker.
+	Proof approval.Proof
 }
 
 // CheckResult is the check's answer.
@@ -177,6 +180,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 			}
 		}
 		in = f.match(in, args)
+		in = in.RequiringProof(approval.Proof(tool.Proof).Stronger(req.Proof)) // passkey step-up (issue 33)
 		res.Outcome = approval.Evaluate(in)
 		if req.PlaybookRunID != "" {
 			return recordRunOutcome(ctx, tx, key, req, tool, playbookID, res.Outcome)

@@ -298,6 +298,7 @@ func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args a
 			return CheckResult{}, false, err
 		}
 		in = f.match(in, args)
+		in = in.RequiringProof(approval.Proof(tool.Proof).Stronger(req.Proof)) // passkey step-up (issue 33)
 		res.Outcome = approval.Evaluate(in)
 	}
 	// A call that may join an earlier item, or whose very call was answered

@@ -29,6 +29,12 @@ type pendingWrite struct {
 // so that a later catalog sync cannot relabel a call already waiting.
 func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions) *pendingWrite {
 	decisions := approval.AvailableDecisions(tool.StandingApproval, tool.Matchable)
+	// Passkey step-up (issue 33): the proof approving needs; such an item
+	// offers no standing approval.
+	proof := approval.RequiredProof(approval.Proof(tool.Proof), evalCondition(tool.ProofCondition, args, opt.Condition), req.Proof)
+	if proof == approval.ProofPasskey {
+		decisions = approval.WithoutStanding(decisions)
+	}
 	avail := make([]string, len(decisions))
 	for i, d := range decisions {
 		avail[i] = string(d)
@@ -41,7 +47,7 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		ConnectorDisplay: tool.ConnectorDisplay, ConnectorKind: tool.ConnectorKind, ReadOnlyHint: tool.ReadOnlyHint,
 		DestructiveHint: tool.DestructiveHint, OpenWorldHint: tool.OpenWorldHint, ToolMaxGrant: tool.MaxGrantSeconds,
 		APIKeyName: key.Name, RuntimeClient: req.Runtime.Client, RuntimeHost: req.Runtime.Host,
-		RuntimeDirectory: req.Runtime.WorkingDirectory}}
+		RuntimeDirectory: req.Runtime.WorkingDirectory, ProofRequired: proof}}
 	// A shell command is parsed whole here, before the preview shortens it.
 	p.a.Preview.Shell = approval.ShellPreview(args, tool.ShellArgument, req.Runtime.WorkingDirectory)
 	if tool.Policy().ScopedOffered() {
@@ -182,6 +188,7 @@ func queuePending(ctx context.Context, b *pgx.Batch, ps []*pendingWrite) (create
 	// as the item leaves pending, on every path (decision, expiry,
 	// cancellation, an admin's block). Its owner may expand a shortened
 	// value with it before deciding.
+	queueProofRequired(b, ps) // passkey step-up (issue 33)
 	b.Queue(`INSERT INTO approval_arguments (approval_id, arguments) SELECT i::uuid, t FROM unnest($1::text[], $2::bytea[]) AS u(i, t)`,
 		ids, texts)
 	if err := recordEvents(ctx, batchExec{b}, events); err != nil {

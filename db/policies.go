@@ -19,7 +19,8 @@ func (d *DB) ListPolicies(ctx context.Context) ([]PolicyRow, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 		t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 		t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
-		c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.annotations_changed_at
+		c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.annotations_changed_at,
+		t.proof, t.proof_condition
 		FROM tools t JOIN connectors c ON c.name = t.connector
 		WHERE t.retired_at IS NULL
 		ORDER BY c.deleted_at IS NOT NULL, c.kind = 'builtin', c.display_name, t.display_name`)

@@ -91,6 +91,9 @@ func (d *DB) PreApprove(ctx context.Context, owner User, id, fingerprint string)
 			return &ApprovalRequiredError{Playbook: p.Name, Pairs: missing(states), Fingerprint: p.Fingerprint, Changed: true}
 		}
 		for _, s := range missing(states) {
+			if err := refusePasskeyPreapproval(ctx, tx, s); err != nil { // passkey step-up (issue 33)
+				return err
+			}
 			// A lapsed live row would block the unique index: close it.
 			if _, err := tx.Exec(ctx, `UPDATE playbook_preapprovals SET lapsed_at = now()
 				WHERE playbook_id = $1 AND tool_id = $2 AND revoked_at IS NULL AND lapsed_at IS NULL`, id, s.ToolID); err != nil {

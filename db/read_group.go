@@ -268,6 +268,7 @@ type keyToolRow struct {
 	openWorld, standing, cdel   *bool
 	shell                       *string
 	matchable                   *bool
+	proof, proofCond            *string // passkey step-up (issue 33)
 	version                     *int32
 	rejections                  *int64
 	sameCall                    *bool
@@ -279,7 +280,8 @@ type keyToolRow struct {
 func (r *keyToolRow) keyToolDest() []any {
 	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
-		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell, &r.matchable}
+		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell, &r.matchable,
+		&r.proof, &r.proofCond}
 }
 
 // dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
@@ -305,5 +307,6 @@ func (r *keyToolRow) result() (tool Tool, found bool, facts *turnFacts) {
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *r.mode, *r.standing, *r.cond, int(*r.version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *r.connDisplay, *r.connKind, *r.cdel
 	tool.ShellArgument, tool.Matchable = *r.shell, *r.matchable
+	tool.Proof, tool.ProofCondition = *r.proof, *r.proofCond
 	return tool, true, facts
 }

@@ -226,7 +226,18 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, h.toApprovalJSON(a))
+	// Passkey step-up (issue 33): the answer says how it was approved.
+	proof := "session"
+	if a.ProofPasskey != "" {
+		proof = "passkey"
+	}
+	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), Proof: proof})
+}
+
+// claimJSON is a claim's answer: the item, and how it was approved.
+type claimJSON struct {
+	approvalJSON
+	Proof string `json:"proof"`
 }
 
 type cancelBody struct {

@@ -31,6 +31,9 @@ type checkBody struct {
 	// never part of the digest.
 	Runtime *approval.Runtime `json:"runtime"`
 	Context *callContext      `json:"context"`
+	// Proof: "passkey" asks that a person's approval of this call carry a
+	// passkey, whatever the tool's policy says (issue 33).
+	Proof string `json:"proof"`
 }
 
 // callContext is the check's "context" object.
@@ -90,7 +93,7 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 	res, _, err := h.DB.CheckWithAPIKey(c.Request().Context(), raw, db.CheckRequest{
 		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, ConversationTitle: b.ConversationTitle, TurnID: b.TurnID,
 		Connector: b.Connector, Tool: b.Tool, Arguments: b.Arguments, Reason: b.Reason, PlaybookRunID: b.PlaybookRunID,
-		AttachToPending: b.AttachToPending, Runtime: rt, Diff: diff,
+		AttachToPending: b.AttachToPending, Runtime: rt, Diff: diff, Proof: approval.Proof(b.Proof),
 	}, db.CheckOptions{Timeout: h.Settings.ApprovalTimeout, DeniedThreshold: h.Settings.DeniedBlockThreshold, Condition: h.Condition})
 	if err != nil {
 		return err
@@ -123,6 +126,9 @@ func checkCallFields(b checkBody) error {
 		if err := approval.CheckContextDiff(b.Context.Diff); err != nil {
 			return err
 		}
+	}
+	if _, ok := approval.ParseProof(b.Proof); !ok {
+		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "proof must be \"passkey\" or \"none\", or be left out.")
 	}
 	return approval.CheckFields(
 		approval.Field{Name: "call_id", Value: b.CallID, Rule: approval.RuleID, Required: true},

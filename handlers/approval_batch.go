@@ -78,6 +78,10 @@ func (h *Handler) decideInBatch(c echo.Context, u db.User, id string, ans db.Ans
 		// someone else's item exists.
 		h.Log.WarnContext(ctx, "batch decision refused: not the owner, or no such item", "user_id", u.ID, "approval_id", id, "ip", c.RealIP())
 		out.Words, out.Tone, out.Message = "Not decided — not found", "bad", "There is no such call waiting for you."
+	case e != nil && e.Code == approval.CodePasskeyRequired:
+		// Passkey step-up (issue 33): a batch carries no passkey.
+		out.Words, out.Tone, out.Message = "Not decided — needs your passkey", "warn",
+			"This call needs your passkey to approve, so it cannot be approved in a batch. Approve it on its own card."
 	default:
 		// This item's transaction rolled back: it was not decided, and the
 		// call does not run unless someone decides it.

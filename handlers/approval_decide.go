@@ -11,7 +11,7 @@ import (
 )
 
 // ApprovalDecide records the signed-in reviewer's answer. Only the POST
-// body's fields decision, reason, duration and scope are read (plus the CSRF
+// body's fields decision, reason, duration, scope and assertion are read (plus the CSRF
 // token, checked by middleware), never the URL's query: the reviewer comes from the
 // session, and the call itself — tool, arguments, state — is what the
 // server stored, never what the browser sends.
@@ -24,6 +24,14 @@ func (h *Handler) ApprovalDecide(c echo.Context) error {
 	req := c.Request()
 	ans := db.Answer{Decision: approval.Decision(req.PostFormValue("decision")), Reason: req.PostFormValue("reason"),
 		Duration: req.PostFormValue("duration")}
+	// Passkey step-up (issue 33): the WebAuthn assertion, checked by
+	// DB.Answer where the item needs one.
+	if assertion := req.PostFormValue("assertion"); assertion != "" {
+		if ans.RP, err = h.relyingParty(); err != nil {
+			return err
+		}
+		ans.Assertion = []byte(assertion)
+	}
 	if ans.Decision == approval.AlwaysMatching {
 		// The choices within the scope the server proposes; the server
 		// builds the scope itself from the call as stored.

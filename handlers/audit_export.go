@@ -29,13 +29,13 @@ func (h *Handler) AuditExport(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"id", "seq", "at", "actor_kind", "actor_id", "actor_name", "action", "connector", "tool",
-		"conversation_id", "turn_id", "playbook_id", "run_id", "approval_id", "detail", "hash"})
+		"conversation_id", "turn_id", "playbook_id", "run_id", "approval_id", "detail", "hash", "proof"})
 	n := 0
 	err = h.DB.StreamAudit(c.Request().Context(), f, func(l db.AuditLine) error {
 		detail, _ := json.Marshal(l.Detail)
 		if err := writeRow(cw, strconv.FormatInt(l.ID, 10), strconv.FormatInt(l.Seq, 10), l.At.UTC().Format(time.RFC3339Nano),
 			l.ActorKind, l.ActorID, l.ActorName, l.Action, l.Connector, l.Tool, l.ConversationID,
-			l.TurnID, l.PlaybookID, l.RunID, l.ApprovalID, string(detail), l.Hash); err != nil {
+			l.TurnID, l.PlaybookID, l.RunID, l.ApprovalID, string(detail), l.Hash, auditProof(l)); err != nil {
 			return err
 		}
 		if n++; n%1000 == 0 {
@@ -50,6 +50,15 @@ func (h *Handler) AuditExport(c echo.Context) error {
 		h.Log.ErrorContext(c.Request().Context(), "audit export", "err", err, "rows", n)
 	}
 	return nil
+}
+
+// auditProof is the CSV's proof column (issue 33): "passkey" on a decision
+// made with a passkey, with its name; empty otherwise.
+func auditProof(l db.AuditLine) string {
+	if name := auditPasskey(l); name != "" {
+		return "passkey: " + name
+	}
+	return ""
 }
 
 // writeRow writes one CSV record with every cell defused: which columns

@@ -162,7 +162,17 @@ func (n auditNames) lineView(l db.AuditLine) views.AuditLineView {
 		v.Diff = policyDiff(l.Detail)
 	}
 	v.Agent = auditAgent(l)
+	v.Passkey = auditPasskey(l) // passkey step-up (issue 33)
 	return v
+}
+
+// auditPasskey names the passkey that made the line's decision, or "".
+func auditPasskey(l db.AuditLine) string {
+	if proof, _ := l.Detail["proof"].(string); proof != string(approval.ProofPasskey) {
+		return ""
+	}
+	name, _ := l.Detail["passkey"].(string)
+	return name
 }
 
 // auditAgent is who asked, for a line about a call: the key (the line's

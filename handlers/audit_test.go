@@ -97,6 +97,7 @@ func TestAuditScenario(t *testing.T) {
 	if err := l.DB.DeleteConnector(ctx, approval.SystemActor, "web"); err != nil { // connector deleted
 		t.Fatal(err)
 	}
+	l.passkeyScenario(t, admin) // passkeys (issue 33)
 	keys, _ := l.DB.ListAPIKeys(ctx)
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/first-time-users", url.Values{"allow": {"no"}}) // api key changed
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}})        // api key revoked
@@ -111,7 +112,11 @@ func TestAuditScenario(t *testing.T) {
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
 		"tool registered": 1, "allowed by policy": 1,
+		// passkeyScenario: one more request and policy change.
+		"passkey added": 2, "passkey removed": 1, "passkeys reset": 1, "approval refused without passkey": 1,
 	}
+	want["approval requested"]++
+	want["policy changed"]++
 	got := map[string]int{}
 	for _, a := range l.AuditActions() {
 		got[a]++

@@ -75,6 +75,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 	card.LikeKey = hex.EncodeToString(like[:8])
 	conv := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%s", a.APIKeyID, a.OwnerSubject, a.ConversationID, a.Connector, a.Tool)))
 	card.ConversationToolKey = hex.EncodeToString(conv[:8])
+	h.passkeyStep(&card, a) // passkey step-up (issue 33)
 	if card.SendsOut {
 		card.Destination = views.DestinationOf(a.Preview)
 		card.Recipients = views.Recipients(a.Preview)

@@ -9,6 +9,12 @@ import (
 
 // SettingsShow shows the signed-in person's notification settings.
 func (h *Handler) SettingsShow(c echo.Context) error {
+	return h.renderSettings(c, http.StatusOK, views.PasskeysView{})
+}
+
+// renderSettings renders /settings with status, its Passkeys section as pk
+// says (a confirmation or an error to show).
+func (h *Handler) renderSettings(c echo.Context, status int, pk views.PasskeysView) error {
 	u := CurrentUser(c)
 	s, err := h.DB.NotificationSettingsFor(c.Request().Context(), u.Subject)
 	if err != nil {
@@ -22,5 +28,8 @@ func (h *Handler) SettingsShow(c echo.Context) error {
 	if v.Devices, err = h.pushDevices(c); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, views.Settings(v))
+	if v.Passkeys, err = h.passkeysPanel(c, pk); err != nil { // passkey step-up (issue 33)
+		return err
+	}
+	return Render(c, status, views.Settings(v))
 }

@@ -29,6 +29,8 @@ const (
 	// Disclose folds and unfolds the rows a Details button controls (the
 	// audit's events).
 	Disclose = "disclose.js"
+	// Passkey adds a passkey on Settings and signs a step-up approval.
+	Passkey = "passkey.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -52,6 +52,13 @@ type ApprovalCard struct {
 	// conversation (the same key and owner too), whatever their
 	// arguments: the list offers to select them all for a batch.
 	ConversationToolKey string
+	// Passkey step-up (issue 33): PasskeyChallenge is the base64url
+	// challenge Approve must be signed over ("" when approving needs no
+	// passkey), for relying party PasskeyRP; ApprovedWithPasskey names the
+	// passkey that approved the item.
+	PasskeyChallenge    string
+	PasskeyRP           string
+	ApprovedWithPasskey string
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

@@ -94,6 +94,10 @@ func (s *Server) userRoutes(user *echo.Group) {
 	user.POST("/settings/email", h.SettingsEmail)
 	user.POST("/settings/push", h.SettingsPushSubscribe)
 	user.POST("/settings/push/:id/remove", h.SettingsPushRemove)
+	// Passkeys (issue 33).
+	user.POST("/settings/passkeys/options", h.SettingsPasskeyOptions)
+	user.POST("/settings/passkeys", h.SettingsPasskeyAdd)
+	user.POST("/settings/passkeys/:id/remove", h.SettingsPasskeyRemove)
 }
 
 // adminRoutes are the admin screens under /admin, and their short names.
@@ -123,6 +127,11 @@ func (s *Server) adminRoutes(user *echo.Group) {
 	admin.POST("/webhooks", h.WebhookCreate)
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)
 	admin.POST("/webhooks/:id/delete", h.WebhookDelete)
+	// Passkey step-up (issue 33).
+	admin.GET("/policies/:id/proof", h.PolicyProofEdit)
+	admin.POST("/policies/:id/proof", h.PolicyProofUpdate)
+	admin.GET("/passkeys", h.AdminPasskeys)
+	admin.POST("/passkeys/reset", h.AdminPasskeysReset)
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

@@ -50,11 +50,22 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintln(stdout, r.String())
+	// Passkey step-up (issue 33): every stored assertion is checked again.
+	receipts, err := store.VerifyReceipts(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, receipts.String())
 	if !r.Intact {
 		return errChainBroken
 	}
+	if !receipts.OK() {
+		return errReceiptsFail
+	}
 	return nil
 }
+
+var errReceiptsFail = errors.New("a passkey receipt does not verify")
 
 // runAuditKeygen writes a new checkpoint signing key and its public key.
 func runAuditKeygen(args []string, stdout, stderr io.Writer) error {

@@ -80,4 +80,14 @@ var AllActions = []string{
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
+	ActionTeamCreated, ActionTeamChanged, ActionTeamMemberAdded, ActionTeamMemberRemoved,
 }
+
+// Audit actions of teams (who decides). A team's membership from the
+// identity provider changes at sign-in and is noted on the sign-in line.
+const (
+	ActionTeamCreated       = "team created"
+	ActionTeamChanged       = "team changed"
+	ActionTeamMemberAdded   = "team member added"
+	ActionTeamMemberRemoved = "team member removed"
+)

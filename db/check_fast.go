@@ -113,7 +113,7 @@ func mustReplace(s, old, new string) string {
 // costs a check its policy allows about as much again as the rest, so
 // only checks of tools known to ask run it (askingTools); the others are
 // read without the facts, together (keyToolGroupSQL).
-var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*,
+var keyAndToolSQL = `SELECT k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, k.team, t.*,
 		f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
 	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
@@ -240,7 +240,7 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool,
 	facts *turnFacts, way *onTheWay) (CheckResult, bool, error) {
 	var err error
-	in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
+	in := approval.CheckInput{Policy: callPolicy(key, req, args, tool, opt), DeniedThreshold: opt.DeniedThreshold,
 		Condition: evalCondition(tool.Condition, args, opt.Condition)}
 	res := CheckResult{Outcome: approval.Evaluate(in), Tool: tool}
 	var f turnFacts

@@ -117,7 +117,7 @@ type readEntry struct {
 // one row for each check whose key is live, numbered by ord, with the
 // tool's columns NULL for an unknown or retired tool or a call already
 // pending. It reads keyAndToolSQL's columns without the turn's facts.
-var keyToolGroupSQL = `SELECT r.ord, k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, t.*
+var keyToolGroupSQL = `SELECT r.ord, k.id, k.name, k.key_prefix, k.created_at, k.last_used_at, k.team, t.*
 	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 		WITH ORDINALITY AS r(connector, tool, key_hash, owner, conv, turn, call, digest, ord)
 	JOIN api_keys k ON k.key_hash = r.key_hash AND k.revoked_at IS NULL
@@ -264,6 +264,8 @@ type keyToolRow struct {
 	openWorld, standing, cdel   *bool
 	shell                       *string
 	matchable                   *bool
+	deciders, decidersCond      *string
+	quorum                      *int32
 	version                     *int32
 	rejections                  *int64
 	sameCall                    *bool
@@ -273,9 +275,10 @@ type keyToolRow struct {
 // keyToolDest is where the key's and the tool's columns are scanned, in
 // keyAndToolSQL's order (keyToolGroupSQL's after its ord).
 func (r *keyToolRow) keyToolDest() []any {
-	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.id, &r.connector, &r.name,
+	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.key.Team, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
-		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell, &r.matchable}
+		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell, &r.matchable,
+		&r.deciders, &r.tool.DeciderTeam, &r.quorum, &r.decidersCond}
 }
 
 // dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
@@ -301,5 +304,6 @@ func (r *keyToolRow) result() (tool Tool, found bool, facts *turnFacts) {
 	tool.Mode, tool.StandingApproval, tool.Condition, tool.PolicyVersion = *r.mode, *r.standing, *r.cond, int(*r.version)
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *r.connDisplay, *r.connKind, *r.cdel
 	tool.ShellArgument, tool.Matchable = *r.shell, *r.matchable
+	tool.Deciders, tool.Quorum, tool.DecidersCondition = *r.deciders, int(*r.quorum), *r.decidersCond
 	return tool, true, facts
 }

@@ -226,7 +226,14 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, h.toApprovalJSON(a))
+	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), DecidedBy: a.DecidedBy})
+}
+
+// claimJSON is a claim's answer: the item, and who approved it (each
+// approver of a quorum, in the order they approved).
+type claimJSON struct {
+	approvalJSON
+	DecidedBy []string `json:"decided_by"`
 }
 
 type cancelBody struct {
@@ -242,8 +249,12 @@ func (h *Handler) APITurnCancel(c echo.Context) error {
 	if err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	if err := required([2]string{"user", b.User}, [2]string{"conversation_id", b.ConversationID}, [2]string{"turn_id", b.TurnID}); err != nil {
+	if err := required([2]string{"conversation_id", b.ConversationID}, [2]string{"turn_id", b.TurnID}); err != nil {
 		return err
+	}
+	// A team's key may omit user, as in its checks; a person's key may not.
+	if key := CurrentAPIKey(c); b.User == "" && key.Team == nil {
+		return required([2]string{"user", b.User})
 	}
 	n, err := h.DB.CancelTurn(c.Request().Context(), *CurrentAPIKey(c), b.User, b.ConversationID, b.TurnID)
 	if err != nil {

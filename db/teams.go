@@ -196,3 +196,14 @@ func validDescription(s string) error {
 	}
 	return nil
 }
+
+// People lists everyone who has signed in, one row per subject, by name.
+func (d *DB) People(ctx context.Context) ([]User, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT ON (subject) `+userColumns+` FROM users ORDER BY subject, id`)
+	if err != nil {
+		return nil, translate("people", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[User])
+	slices.SortFunc(list, func(a, b User) int { return strings.Compare(a.DisplayName(), b.DisplayName()) })
+	return list, translate("people", err)
+}

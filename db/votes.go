@@ -134,3 +134,35 @@ func decidedBy(ctx context.Context, tx pgx.Tx, a Approval) ([]string, error) {
 	}
 	return names, err
 }
+
+// PendingOverviewLimit is the most items the admins' overview lists.
+const PendingOverviewLimit = 500
+
+// PendingOverview lists every pending item, the longest waiting first, for
+// the admins' read-only overview (who asked, who may decide, how long it
+// waits). It shows items to admins who may not decide them: it draws no
+// buttons, and the request page still follows the one rule.
+func (d *DB) PendingOverview(ctx context.Context) ([]Approval, error) {
+	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
+		WHERE a.status = 'pending' AND a.expires_at > now() ORDER BY a.created_at, a.id LIMIT $1`, PendingOverviewLimit))
+	return list, translate("pending overview", err)
+}
+
+// DeciderNamesOf names the people who may decide item id, by the one rule.
+func (d *DB) DeciderNamesOf(ctx context.Context, id string) ([]string, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT min(COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject)) AS n
+		FROM approvals a JOIN users u ON `+mayDecideSQL("u.subject")+` WHERE a.id = $1 GROUP BY u.subject ORDER BY n`, id)
+	if err != nil {
+		return nil, translate("decider names", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return list, translate("decider names", err)
+}
+
+// PersonName is the display name of the person with subject.
+func (d *DB) PersonName(ctx context.Context, subject string) (string, error) {
+	var n string
+	err := d.Pool.QueryRow(ctx, `SELECT COALESCE(NULLIF(name, ''), NULLIF(email, ''), subject) FROM users WHERE subject = $1
+		ORDER BY id LIMIT 1`, subject).Scan(&n)
+	return n, translate("person name", err)
+}

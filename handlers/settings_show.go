@@ -22,5 +22,8 @@ func (h *Handler) SettingsShow(c echo.Context) error {
 	if v.Devices, err = h.pushDevices(c); err != nil {
 		return err
 	}
+	if v.Teams, err = h.DB.TeamsOf(c.Request().Context(), u.Subject); err != nil {
+		return err
+	}
 	return Render(c, http.StatusOK, views.Settings(v))
 }

@@ -48,6 +48,8 @@ type ApprovalCard struct {
 	// arguments (by digest). The list offers to select them all for a
 	// batch.
 	LikeKey string
+	// Deciders says who may decide the call (empty: its owner alone).
+	Deciders DecidersView
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

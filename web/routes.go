@@ -121,6 +121,13 @@ func (s *Server) adminRoutes(user *echo.Group) {
 	admin.POST("/webhooks", h.WebhookCreate)
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)
 	admin.POST("/webhooks/:id/delete", h.WebhookDelete)
+	// Who decides: teams and the read-only overview of what waits.
+	admin.GET("/teams", h.TeamList)
+	admin.POST("/teams", h.TeamCreate)
+	admin.POST("/teams/description", h.TeamDescribe)
+	admin.POST("/teams/members", h.TeamMemberAdd)
+	admin.POST("/teams/members/remove", h.TeamMemberRemove)
+	admin.GET("/pending", h.PendingOverview)
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

@@ -366,3 +366,64 @@ func TestHiddenFromOthers(t *testing.T) {
 func stripTokens(s string) string {
 	return regexp.MustCompile(`(nonce|value|content|data-batch-id)="[A-Za-z0-9_+/=-]{16,}"`).ReplaceAllString(s, "")
 }
+
+// TestPolicyDeciders: the policy form sets who decides, audited, bumping
+// the policy version; a bad rule re-renders the form; no CSRF, no change.
+func TestPolicyDeciders(t *testing.T) {
+	l := newOrgLoop(t)
+	ctx := context.Background()
+	admin := l.NewBrowser()
+	admin.SignIn("admin")
+	var id, version int
+	if err := l.DB.Pool.QueryRow(ctx, `SELECT id, policy_version FROM tools WHERE connector = 'payments' AND name = 'deploy'`).Scan(&id, &version); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprint("/admin/policies/", id)
+	form := func(deciders, team, quorum, cond string) url.Values {
+		return url.Values{"mode": {"require_approval"}, "standing_approval": {"1"}, "version": {fmt.Sprint(version)}, "action": {"confirm"},
+			"deciders": {deciders}, "decider_team": {team}, "quorum": {quorum}, "deciders_condition": {cond}}
+	}
+	t.Run("ErrNoTeam", func(t *testing.T) {
+		resp, body := admin.PostForm(path, form("quorum", "", "2", ""))
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `data-testid="deciders-error"`) {
+			t.Fatalf("%d", resp.StatusCode)
+		}
+	})
+	t.Run("ErrBadCondition", func(t *testing.T) {
+		if resp, _ := admin.PostForm(path, form("team", "platform", "1", "args.amount >")); resp.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("%d", resp.StatusCode)
+		}
+	})
+	t.Run("ErrNoCSRF", func(t *testing.T) {
+		f := form("team", "platform", "1", "")
+		req, _ := http.NewRequest(http.MethodPost, l.BaseURL+path, strings.NewReader(f.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if resp, _ := admin.Do(req); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("without CSRF: %d", resp.StatusCode)
+		}
+	})
+	t.Run("OKTwoOfPlatform", func(t *testing.T) {
+		if resp, body := admin.PostForm(path, form("quorum", "platform", "2", "args.env == 'prod'")); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+		tool, err := l.DB.ToolByID(ctx, int64(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := tool.Rule(); r.Deciders != approval.DecidersQuorum || r.Team != "platform" || r.Quorum != 2 ||
+			tool.DecidersCondition != "args.env == 'prod'" || tool.PolicyVersion != version+1 {
+			t.Fatalf("saved %+v %q v%d", r, tool.DecidersCondition, tool.PolicyVersion)
+		}
+		var detail string
+		if err := l.DB.Pool.QueryRow(ctx, `SELECT detail::text FROM audit_events WHERE action = 'policy changed' AND tool = 'deploy' ORDER BY id DESC LIMIT 1`).Scan(&detail); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(detail, `"deciders": "quorum"`) || !strings.Contains(detail, `"decider_team": "platform"`) {
+			t.Fatalf("audit detail %s", detail)
+		}
+		_, page := admin.Get(path)
+		if !strings.Contains(page, `value="quorum" checked`) {
+			t.Fatal("the form does not show the saved rule")
+		}
+	})
+}

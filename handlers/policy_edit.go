@@ -21,6 +21,9 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 	}
 	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
 	f.MaxGrant, f.Matchable = t.MaxGrant(), t.Matchable
+	if f.Deciders, err = h.decidersOfTool(c.Request().Context(), t); err != nil {
+		return err
+	}
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
 	if err != nil {
 		return err

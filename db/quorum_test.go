@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,4 +281,51 @@ func (f *orgFixture) auditOf(t *testing.T, id, action string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestStandingNeverForOthersRules: a standing grant is a person's own. A
+// grant given while the owner decided is ignored (not merely hidden) once
+// a call's rule names others — "Always allow", conversation and scoped
+// grants alike — and a playbook owner cannot pre-approve such a tool.
+func TestStandingNeverForOthersRules(t *testing.T) {
+	ctx := context.Background()
+	f := newOrgFixture(t)
+	// A scoped grant ("Always allow calls like this") first: it covers a
+	// small payment, and is ignored for a big one.
+	if _, err := f.store.Pool.Exec(ctx, `INSERT INTO standing_grants (user_subject, tool_id, policy_version, scope, scope_words)
+		SELECT $1, t.id, t.policy_version, '{"args":{"fixed":{},"free":["amount"]}}'::jsonb, 'any amount' FROM tools t WHERE t.name = 'send'`,
+		f.maya.Subject); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.ask(t, f.mayaKey, f.maya.Subject, "send", `{"amount": 5}`); res.Outcome.Verdict != approval.Allow || !res.Outcome.Scoped {
+		t.Fatalf("a small payment under the scoped grant: %+v", res.Outcome)
+	}
+	if res := f.ask(t, f.mayaKey, f.maya.Subject, "send", `{"amount": 30000}`); res.Outcome.Verdict != approval.Pending {
+		t.Fatalf("a big payment under a scoped grant: %+v", res.Outcome)
+	}
+	small := f.ask(t, f.mayaKey, f.maya.Subject, "send", `{"amount": 10, "memo": "x"}`)
+	if small.Approval == nil {
+		t.Fatalf("a small payment outside the scope: %+v", small.Outcome)
+	}
+	if _, err := f.store.Decide(ctx, small.Approval.ID, f.maya, approval.AlwaysAllow, ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.ask(t, f.mayaKey, f.maya.Subject, "send", `{"amount": 20, "memo": "y"}`); res.Outcome.Verdict != approval.Allow {
+		t.Fatalf("a small payment under Maya's Always allow: %+v", res.Outcome)
+	}
+	if res := f.ask(t, f.mayaKey, f.maya.Subject, "send", `{"amount": 20000}`); res.Outcome.Verdict != approval.Pending {
+		t.Fatalf("a big payment under Maya's Always allow: %+v, want it to wait for two of finance", res.Outcome)
+	}
+
+	def := approval.Definition{Name: "Pay", Instructions: "pay", Steps: []approval.Step{{ID: "s", Title: "S",
+		WorkType: approval.WorkType{ID: "w", Version: "1"}, Tools: []approval.Pair{{Connector: "payments", Tool: "send"}}}}}
+	pb, err := f.store.UpsertPlaybook(ctx, approval.SystemActor, "pb", f.maya.Subject, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.store.PreApprove(ctx, f.maya, "pb", pb.Fingerprint)
+	if e := approval.AsError(err); e == nil || e.Code != db.CodePreapprovalNeedsDeciders || n != 0 ||
+		!strings.Contains(e.Message, "two of finance") {
+		t.Fatalf("pre-approving a two-person tool: %d %v", n, err)
+	}
 }

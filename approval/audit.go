@@ -88,4 +88,14 @@ var AllActions = []string{
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAllowedByPolicy, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
 	// Passkeys and step-up approvals (ProofActions).
 	ActionProofRefused, ActionPasskeyAdded, ActionPasskeyRemoved, ActionPasskeysReset,
+	ActionTeamCreated, ActionTeamChanged, ActionTeamMemberAdded, ActionTeamMemberRemoved,
 }
+
+// Audit actions of teams (who decides). A team's membership from the
+// identity provider changes at sign-in and is noted on the sign-in line.
+const (
+	ActionTeamCreated       = "team created"
+	ActionTeamChanged       = "team changed"
+	ActionTeamMemberAdded   = "team member added"
+	ActionTeamMemberRemoved = "team member removed"
+)

@@ -161,6 +161,10 @@ type Policy struct {
 	// Matchable offers "Always allow calls like this" even where standing
 	// approval is not offered (the default for shell tools).
 	Matchable bool
+	// Rule is who decides the tool's calls; DecidersCondition (CEL over
+	// args, optional) chooses it per call (see ChooseRule).
+	Rule              DeciderRule
+	DecidersCondition string
 }
 
 // Blocks reports whether p refuses every call: the mode is block, or a

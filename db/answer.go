@@ -60,6 +60,10 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if p.receipt, err = proveAnswer(ctx, tx, a, reviewer, ans); err != nil {
 			return err
 		}
+		if a.Rule().Needed() > 1 {
+			out, err = castVote(ctx, tx, a, reviewer, ans)
+			return err
+		}
 		decided, err := recordDecision(ctx, tx, id, reviewer, ans, p.standing)
 		if err != nil {
 			return err
@@ -88,7 +92,7 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if err := outboxApproval(ctx, tx, EventApprovalDecided, out); err != nil {
 			return err
 		}
-		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
+		return notify(ctx, tx, changeOf(a))
 	})
 	err = d.noteProofRefused(ctx, id, reviewer, ans, err) // passkey step-up (issue 33): audit a refusal
 	return out, translate("decide approval", err)
@@ -104,13 +108,16 @@ type answerPlan struct {
 	receipt  *proofReceipt // passkey step-up (issue 33); nil: none needed
 }
 
-// planAnswer checks that reviewer owns item a and that the answer is
+// planAnswer checks that reviewer may decide item a (countersign_may_decide) and that the answer is
 // offered, and reads the grant's length and scope the answer asks for.
 func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer) (answerPlan, error) {
 	dec := ans.Decision
 	var p answerPlan
-	if a.OwnerSubject != reviewer.Subject {
-		return p, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	if ok, err := mayDecide(ctx, tx, a.ID, reviewer.Subject); err != nil || !ok {
+		if err == nil {
+			err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+		}
+		return p, err
 	}
 	p.standing = dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching
 	if !approval.Offered(dec, a.AvailableDecisions) {

@@ -31,7 +31,14 @@ type APIKey struct {
 	// people who have never signed in (read by ListAPIKeys only; the
 	// check reads it where it needs it, see mayAsk).
 	AllowFirstTimeUsers bool `db:"allow_first_time_users"`
+	// Team is the team a service agent's key belongs to (nil: a person's
+	// key). Its checks may omit user; their items go to the team.
+	Team *string `db:"team"`
 }
+
+// TeamItem reports whether a check with key for user makes an item that
+// belongs to the key's team rather than to a person.
+func (k APIKey) TeamItem(user string) bool { return k.Team != nil && user == "" }
 
 // Actor is k as an audit actor.
 func (k APIKey) Actor() approval.Actor {
@@ -55,6 +62,9 @@ type APIKeyOptions struct {
 	// AllowFirstTimeUsers lets the key's checks leave items waiting for
 	// people who have never signed in (see mayAsk).
 	AllowFirstTimeUsers bool
+	// Team makes the key a service agent's: its checks may omit user, and
+	// their items go to the team ("": a person's key).
+	Team string
 }
 
 // CreateAPIKeyWith is CreateAPIKey with settings, recorded in the same
@@ -71,6 +81,11 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
 			"A key name cannot hold line breaks or other control characters.")
 	}
+	if opt.Team != "" {
+		if err := approval.ValidTeamName(opt.Team); err != nil {
+			return "", APIKey{}, err
+		}
+	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", APIKey{}, err
@@ -84,9 +99,9 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 	var k APIKey
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
-			INSERT INTO api_keys (name, key_hash, key_prefix, created_by, allow_first_time_users) VALUES ($1, $2, $3, $4, $5)
-			RETURNING id, created_at`, name, hashAPIKey(key), key[:len(apiKeyPrefix)+6], createdBy, opt.AllowFirstTimeUsers,
-		).Scan(&k.ID, &k.CreatedAt)
+			INSERT INTO api_keys (name, key_hash, key_prefix, created_by, allow_first_time_users, team) VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''))
+			RETURNING id, created_at, team`, name, hashAPIKey(key), key[:len(apiKeyPrefix)+6], createdBy, opt.AllowFirstTimeUsers, opt.Team,
+		).Scan(&k.ID, &k.CreatedAt, &k.Team)
 		if err != nil {
 			return err
 		}
@@ -94,6 +109,9 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 		detail := map[string]any{"key_id": k.ID, "key_name": name}
 		if opt.AllowFirstTimeUsers {
 			detail["allow_first_time_users"] = true
+		}
+		if opt.Team != "" {
+			detail["team"] = opt.Team
 		}
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionAPIKeyCreated, Detail: detail})
 	})
@@ -107,7 +125,7 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 func (d *DB) ListAPIKeys(ctx context.Context) ([]APIKey, error) {
 	rows, err := d.Pool.Query(ctx, `
 		SELECT k.id, k.name, k.key_prefix, k.created_by, COALESCE(NULLIF(u.name, ''), u.email, 'command line') AS creator,
-			k.created_at, k.last_used_at, k.revoked_at, k.allow_first_time_users
+			k.created_at, k.last_used_at, k.revoked_at, k.allow_first_time_users, k.team
 		FROM api_keys k LEFT JOIN users u ON u.id = k.created_by
 		ORDER BY k.revoked_at IS NOT NULL, k.id DESC`)
 	if err != nil {
@@ -147,11 +165,11 @@ func apiKeyShaped(key string) bool {
 }
 
 // apiKeyAuthSQL reads the live key with hash $1.
-const apiKeyAuthSQL = `SELECT id, name, key_prefix, created_at, last_used_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`
+const apiKeyAuthSQL = `SELECT id, name, key_prefix, created_at, last_used_at, team FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`
 
 func scanAPIKey(row pgx.Row) (APIKey, error) {
 	var k APIKey
-	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &k.LastUsedAt)
+	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.CreatedAt, &k.LastUsedAt, &k.Team)
 	return k, err
 }
 

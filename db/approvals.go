@@ -60,6 +60,22 @@ type Approval struct {
 	// the name of the passkey that approved it ("" if none did).
 	ProofRequired approval.Proof `db:"proof_required"`
 	ProofPasskey  string         `db:"proof_passkey"`
+	// Deciders, DeciderTeam and Quorum are the approver rule chosen for the
+	// item when it was created; OwnerTeam is the team of a service agent's
+	// key (then OwnerSubject is ""). ApprovalsIn counts a quorum's
+	// approvals so far.
+	Deciders    string `db:"deciders"`
+	DeciderTeam string `db:"decider_team"`
+	Quorum      int    `db:"quorum"`
+	OwnerTeam   string `db:"owner_team"`
+	ApprovalsIn int    `db:"approvals_in"`
+	// DecidedBy names who approved a claimed item (set by Claim only).
+	DecidedBy []string `db:"-"`
+}
+
+// Rule is the approver rule the item was created under.
+func (a Approval) Rule() approval.DeciderRule {
+	return approval.DeciderRule{Deciders: approval.Deciders(a.Deciders), Team: a.DeciderTeam, Quorum: a.Quorum}.Normal()
 }
 
 // Annotations are the tool's hints at read time.
@@ -104,7 +120,10 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in, COALESCE(k.name, '') AS api_key_name,
 	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff,
 	a.proof_required, COALESCE((SELECT p.name FROM approval_receipts r JOIN passkeys p ON p.id = r.passkey_id
-		WHERE r.approval_id = a.id), '') AS proof_passkey
+		WHERE r.approval_id = a.id), '') AS proof_passkey,
+	a.deciders, COALESCE(a.decider_team, '') AS decider_team, a.quorum, COALESCE(a.owner_team, '') AS owner_team,
+	CASE WHEN a.deciders = 'quorum' THEN (SELECT count(*) FROM approval_votes v
+		WHERE v.approval = a.id AND v.decision = 'approve')::int ELSE 0 END AS approvals_in
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
 	LEFT JOIN api_keys k ON k.id = a.api_key_id
 	CROSS JOIN LATERAL (SELECT COALESCE(a.shown_tool_display, t.display_name) AS tool_display_shown,
@@ -150,38 +169,64 @@ func (d *DB) ApprovalForKey(ctx context.Context, id string, key APIKey) (Approva
 	return a, translate("get approval", err)
 }
 
-// ApprovalForOwner returns the item if subject owns it.
-func (d *DB) ApprovalForOwner(ctx context.Context, id, subject string) (Approval, error) {
-	var a Approval
-	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
-		a, err = getApproval(ctx, tx, id, false)
-		return err
-	})
-	if err == nil && a.OwnerSubject != subject {
+// mayDecideSQL is the one rule of who may see and decide an item (the
+// migration's countersign_may_decide, over approvalSelect's row a and the
+// viewer's subject): every read that shows items to a person filters by it.
+func mayDecideSQL(viewer string) string { return `countersign_may_decide(a, ` + viewer + `)` }
+
+// ApprovalForViewer returns the item if subject may decide it (its owner,
+// or whoever its approver rule names); anyone else gets not found, as if
+// it did not exist.
+func (d *DB) ApprovalForViewer(ctx context.Context, id, subject string) (Approval, error) {
+	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+` WHERE a.id = $1 AND `+mayDecideSQL("$2"), id, subject))
+	if err == nil && len(list) == 0 {
 		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
 	}
-	return a, translate("get approval", err)
+	if err != nil {
+		return Approval{}, translate("get approval", err)
+	}
+	return list[0], nil
+}
+
+// mayDecide reports, inside tx, whether subject may decide item id.
+func mayDecide(ctx context.Context, tx pgx.Tx, id, subject string) (bool, error) {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM approvals a WHERE a.id = $1 AND `+mayDecideSQL("$2")+`)`, id, subject).Scan(&ok)
+	return ok, err
+}
+
+// DecidersOf lists the people (subjects of signed-in users) who may decide
+// item id, for its notifications: the same rule every screen uses.
+func (d *DB) DecidersOf(ctx context.Context, id string) ([]string, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT u.subject FROM approvals a JOIN users u ON `+mayDecideSQL("u.subject")+`
+		WHERE a.id = $1 GROUP BY u.subject ORDER BY u.subject`, id)
+	if err != nil {
+		return nil, translate("deciders", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return list, translate("deciders", err)
 }
 
 // PendingLimit is the most pending items PendingFor lists; the inbox says
 // when more wait.
 const PendingLimit = 200
 
-// PendingFor lists an owner's pending items, the one that expires first
+// PendingFor lists the pending items subject may decide, the one that expires first
 // on top: the list is read in the order the answers are due, and a new item
 // (which expires last) never pushes down the ones being read. Past
 // PendingLimit, the ones that expire last are left out.
 func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
-		WHERE a.owner_subject = $1 AND a.status = 'pending' AND a.expires_at > now()
+		WHERE a.status = 'pending' AND a.expires_at > now() AND `+mayDecideSQL("$1")+`
 		ORDER BY a.expires_at, a.created_at, a.id LIMIT $2`, subject, PendingLimit))
 	return list, translate("list pending", err)
 }
 
-// RecentDecisionsFor lists an owner's last decided items, newest first.
+// RecentDecisionsFor lists the last decided items subject may decide,
+// newest first.
 func (d *DB) RecentDecisionsFor(ctx context.Context, subject string, limit int) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
-		WHERE a.owner_subject = $1 AND a.decided_at IS NOT NULL
+		WHERE a.decided_at IS NOT NULL AND `+mayDecideSQL("$1")+`
 		ORDER BY a.decided_at DESC, a.id LIMIT $2`, subject, limit))
 	return list, translate("list recent decisions", err)
 }

@@ -56,6 +56,27 @@ type Tool struct {
 	// the CEL condition that limits it to some calls ("" for all).
 	Proof          string `db:"proof"`
 	ProofCondition string `db:"proof_condition"`
+	// Deciders, DeciderTeam, Quorum and DecidersCondition are the tool's
+	// approver rule (see approval.DeciderRule).
+	Deciders          string  `db:"deciders"`
+	DeciderTeam       *string `db:"decider_team"`
+	Quorum            int     `db:"quorum"`
+	DecidersCondition string  `db:"deciders_condition"`
+}
+
+// Rule is the tool's approver rule.
+func (t Tool) Rule() approval.DeciderRule {
+	r := approval.DeciderRule{Deciders: approval.Deciders(t.Deciders), Quorum: t.Quorum}
+	if t.DeciderTeam != nil {
+		r.Team = *t.DeciderTeam
+	}
+	return r.Normal()
+}
+
+// RuleFor is the approver rule for a call of t with args: the deciders
+// condition, when set, chooses the rule (approval.ChooseRule).
+func (t Tool) RuleFor(args approval.Arguments, f ConditionFunc) approval.DeciderRule {
+	return approval.ChooseRule(t.Rule(), evalCondition(t.DecidersCondition, args, f))
 }
 
 // Annotations are the tool's hints.
@@ -67,7 +88,8 @@ func (t Tool) Annotations() approval.Annotations {
 // Policy is the tool's policy.
 func (t Tool) Policy() approval.Policy {
 	return approval.Policy{Mode: approval.Mode(t.Mode), StandingApproval: t.StandingApproval,
-		Condition: t.Condition, Version: t.PolicyVersion, MaxGrant: t.MaxGrant(), Matchable: t.Matchable}
+		Condition: t.Condition, Version: t.PolicyVersion, MaxGrant: t.MaxGrant(), Matchable: t.Matchable,
+		Rule: t.Rule(), DecidersCondition: t.DecidersCondition}
 }
 
 // MaxGrant is the longest a standing grant of the tool may last; zero means
@@ -82,7 +104,8 @@ func (t Tool) MaxGrant() time.Duration {
 const toolSelect = `SELECT t.id, t.connector, t.name, t.display_name, t.description, t.read_only_hint,
 	t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 	t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
-	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.proof, t.proof_condition
+	c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.proof, t.proof_condition,
+	t.deciders, t.decider_team, t.quorum, t.deciders_condition
 	FROM tools t JOIN connectors c ON c.name = t.connector`
 
 // SyncConnector upserts a connector and its full tool list. New tools get

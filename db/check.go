@@ -116,6 +116,10 @@ func (d *DB) CheckWithAPIKey(ctx context.Context, rawKey string, req CheckReques
 // where it can (checkFast), and otherwise in one.
 func (d *DB) check(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool, found bool,
 	facts *turnFacts, way *onTheWay) (CheckResult, error) {
+	if req.User == "" && key.Team == nil {
+		way.leave()
+		return CheckResult{}, errUserRequired
+	}
 	var res CheckResult
 	var decided bool
 	var err error
@@ -164,7 +168,7 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 				return err
 			}
 		}
-		in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
+		in := approval.CheckInput{Policy: callPolicy(key, req, args, tool, opt), DeniedThreshold: opt.DeniedThreshold,
 			InPlaybookRun: req.PlaybookRunID != ""}
 		in.Condition = evalCondition(tool.Condition, args, opt.Condition)
 		var playbookID string
@@ -210,6 +214,18 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 		return applyOutcome(ctx, tx, key, req, args, tool, f, &res, opt)
 	})
 }
+
+// callPolicy is the tool's policy as it applies to this call: where its
+// approver rule names anyone but the owner alone, or the item would belong
+// to a team's key, standing grants are neither offered nor honoured.
+func callPolicy(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions) approval.Policy {
+	return tool.Policy().ForRule(tool.RuleFor(args, opt.Condition), key.TeamItem(req.User))
+}
+
+// errUserRequired refuses a check without user from a person's key: only
+// a team's key (a service agent) may omit it, its items going to the team.
+var errUserRequired = approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest,
+	"user is required: the OIDC subject of the person whose agent asks (only a team's key may omit it).")
 
 func evalCondition(cond string, args approval.Arguments, f ConditionFunc) approval.ConditionResult {
 	switch {

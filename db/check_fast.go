@@ -114,21 +114,22 @@ func mustReplace(s, old, new string) string {
 // only checks of tools known to ask run it (askingTools); the others are
 // read without the facts, together (keyToolGroupSQL).
 var keyAndToolSQL = `WITH c AS (SELECT k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created,
-		k.last_used_at AS k_used, t.*, f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
+		k.last_used_at AS k_used, k.team AS k_team, t.*, f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
 	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
 	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
 	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
 	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL), ` +
 	policyAllowLine("k_id", "k_name", "$4", "$5", "$6", "$7") + `
-	SELECT k_id, k_name, k_prefix, k_created, k_used, ` + toolColumns + `,
+	SELECT k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + `,
 		rejections, conversation_grant, always_grant, scoped_grants, same_call FROM c`
 
 // toolColumns are toolSelect's columns by their own names, as a statement
 // built over it (c) reads them back.
 const toolColumns = `id, connector, name, display_name, description, read_only_hint, destructive_hint, idempotent_hint,
 	open_world_hint, mode, standing_approval, condition, policy_version, max_grant_seconds, retired_at, connector_display,
-	connector_kind, connector_deleted, shell_argument, matchable`
+	connector_kind, connector_deleted, shell_argument, matchable, proof, proof_condition,
+	deciders, decider_team, quorum, deciders_condition`
 
 // policyAllowLine is the part of a check's first statement that writes the
 // audit line of every call it read whose tool's mode is allow: such a
@@ -276,7 +277,7 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool,
 	facts *turnFacts, way *onTheWay) (CheckResult, bool, error) {
 	var err error
-	in := approval.CheckInput{Policy: tool.Policy(), DeniedThreshold: opt.DeniedThreshold,
+	in := approval.CheckInput{Policy: callPolicy(key, req, args, tool, opt), DeniedThreshold: opt.DeniedThreshold,
 		Condition: evalCondition(tool.Condition, args, opt.Condition)}
 	res := CheckResult{Outcome: approval.Evaluate(in), Tool: tool}
 	var f turnFacts

@@ -42,10 +42,13 @@ func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (
 		if out, err = getApproval(ctx, tx, id, false); err != nil {
 			return err
 		}
+		if out.DecidedBy, err = decidedBy(ctx, tx, out); err != nil {
+			return err
+		}
 		if err := RecordAudit(ctx, tx, auditForApproval(out, key.Actor(), approval.ActionClaimed, nil)); err != nil {
 			return err
 		}
-		return notify(ctx, tx, Change{ApprovalID: id, Owner: a.OwnerSubject})
+		return notify(ctx, tx, changeOf(a))
 	})
 	return out, translate("claim approval", err)
 }

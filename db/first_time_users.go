@@ -48,8 +48,8 @@ func (d *DB) mayAsk(ctx context.Context, q querier, key APIKey, user string) (bo
 // refuseUnknownUser turns a pending outcome for a user who may not be asked
 // (mayAsk) into the unknown_user refusal; it reports whether it did.
 func (d *DB) refuseUnknownUser(ctx context.Context, q querier, key APIKey, req CheckRequest, res *CheckResult) (bool, error) {
-	if res.Outcome.Verdict != approval.Pending {
-		return false, nil
+	if res.Outcome.Verdict != approval.Pending || key.TeamItem(req.User) {
+		return false, nil // a team's item waits for the team's members
 	}
 	ok, err := d.mayAsk(ctx, q, key, req.User)
 	if err != nil || ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,9 +19,25 @@ const NotifyChannel = "countersign"
 type Change struct {
 	ApprovalID string `json:"a,omitempty"`
 	Owner      string `json:"o,omitempty"`
+	// Teams are the teams whose members may decide it (the rule's team, a
+	// service agent's team): their members' streams re-read too.
+	Teams []string `json:"t,omitempty"`
 	// A coalesced notification names many (notifyMany).
 	ApprovalIDs []string `json:"as,omitempty"`
 	Owners      []string `json:"os,omitempty"`
+}
+
+// changeOf is the notification that wakes everyone's screens that may show
+// item a: its owner's and its teams' members'. Streams re-read through the
+// one rule of who may decide, so a poke too many shows nothing more.
+func changeOf(a Approval) Change {
+	ch := Change{ApprovalID: a.ID, Owner: a.OwnerSubject}
+	for _, t := range []string{a.DeciderTeam, a.OwnerTeam} {
+		if t != "" && !slices.Contains(ch.Teams, t) {
+			ch.Teams = append(ch.Teams, t)
+		}
+	}
+	return ch
 }
 
 // maxPayload keeps a coalesced notification well under Postgres's limit of
@@ -33,15 +50,20 @@ func notifyMany(ctx context.Context, tx execer, changes []Change) error {
 	var payloads []string
 	cur, size := Change{}, 0
 	owners := map[string]bool{}
+	teams := map[string]bool{}
 	flush := func() {
-		if len(cur.ApprovalIDs)+len(cur.Owners) > 0 {
+		if len(cur.ApprovalIDs)+len(cur.Owners)+len(cur.Teams) > 0 {
 			b, _ := json.Marshal(cur)
 			payloads = append(payloads, string(b))
 		}
-		cur, size, owners = Change{}, 0, map[string]bool{}
+		cur, size, owners, teams = Change{}, 0, map[string]bool{}, map[string]bool{}
 	}
 	for _, ch := range changes {
-		if size+len(ch.ApprovalID)+len(ch.Owner)+8 > maxPayload {
+		tsize := 0
+		for _, t := range ch.Teams {
+			tsize += len(t) + 3
+		}
+		if size+len(ch.ApprovalID)+len(ch.Owner)+tsize+8 > maxPayload {
 			flush()
 		}
 		if ch.ApprovalID != "" {
@@ -52,6 +74,13 @@ func notifyMany(ctx context.Context, tx execer, changes []Change) error {
 			owners[ch.Owner] = true
 			cur.Owners = append(cur.Owners, ch.Owner)
 			size += len(ch.Owner) + 3
+		}
+		for _, t := range ch.Teams {
+			if !teams[t] {
+				teams[t] = true
+				cur.Teams = append(cur.Teams, t)
+				size += len(t) + 3
+			}
 		}
 	}
 	flush()
@@ -128,9 +157,9 @@ const maxRetryAfter = 2 * time.Second
 
 // Subscription receives pokes on C until Close.
 type Subscription struct {
-	C   chan struct{}
-	hub *Hub
-	key string
+	C    chan struct{}
+	hub  *Hub
+	keys []string
 }
 
 // NewHub prepares a hub that listens through its own connection to url.
@@ -145,15 +174,22 @@ func ApprovalKey(id string) string { return "a:" + id }
 // OwnerKey is the subscription key of an owner's inbox.
 func OwnerKey(subject string) string { return "o:" + subject }
 
-// Subscribe starts receiving pokes for key.
-func (h *Hub) Subscribe(key string) *Subscription {
-	s := &Subscription{C: make(chan struct{}, 1), hub: h, key: key}
+// TeamKey is the subscription key of a team's members' inboxes: a member's
+// stream subscribes to it for each of their teams.
+func TeamKey(team string) string { return "t:" + team }
+
+// Subscribe starts receiving pokes for key, and for each of more (a
+// person's inbox: their own key and their teams').
+func (h *Hub) Subscribe(key string, more ...string) *Subscription {
+	s := &Subscription{C: make(chan struct{}, 1), hub: h, keys: append([]string{key}, more...)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.subs[key] == nil {
-		h.subs[key] = map[*Subscription]struct{}{}
+	for _, k := range s.keys {
+		if h.subs[k] == nil {
+			h.subs[k] = map[*Subscription]struct{}{}
+		}
+		h.subs[k][s] = struct{}{}
 	}
-	h.subs[key][s] = struct{}{}
 	return s
 }
 
@@ -162,10 +198,12 @@ func (s *Subscription) Close() {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if set := h.subs[s.key]; set != nil {
-		delete(set, s)
-		if len(set) == 0 {
-			delete(h.subs, s.key)
+	for _, k := range s.keys {
+		if set := h.subs[k]; set != nil {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(h.subs, k)
+			}
 		}
 	}
 }
@@ -199,11 +237,13 @@ func (h *Hub) pokeAll() {
 func (h *Hub) Subscribers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
+	seen := map[*Subscription]bool{}
 	for _, set := range h.subs {
-		n += len(set)
+		for s := range set {
+			seen[s] = true
+		}
 	}
-	return n
+	return len(seen)
 }
 
 // Ready is closed once the first LISTEN is in place.

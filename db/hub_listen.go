@@ -138,6 +138,9 @@ func (h *Hub) deliver(payload string) {
 	for _, o := range ch.Owners {
 		h.pokeKey(OwnerKey(o))
 	}
+	for _, t := range ch.Teams {
+		h.pokeKey(TeamKey(t))
+	}
 }
 
 // ListenerPID is the backend pid of the listening connection (tests kill it

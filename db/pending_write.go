@@ -28,7 +28,9 @@ type pendingWrite struct {
 // person. What the reviewer is shown about the tool is kept with the item,
 // so that a later catalog sync cannot relabel a call already waiting.
 func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool Tool, opt CheckOptions) *pendingWrite {
-	decisions := approval.AvailableDecisions(tool.StandingApproval, tool.Matchable)
+	rule := tool.RuleFor(args, opt.Condition)
+	policy := tool.Policy().ForRule(rule, key.TeamItem(req.User))
+	decisions := approval.AvailableDecisions(policy.StandingApproval, policy.Matchable)
 	// Passkey step-up (issue 33): the proof approving needs; such an item
 	// offers no standing approval.
 	proof := approval.RequiredProof(approval.Proof(tool.Proof), evalCondition(tool.ProofCondition, args, opt.Condition), req.Proof)
@@ -50,7 +52,11 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 		RuntimeDirectory: req.Runtime.WorkingDirectory, ProofRequired: proof}}
 	// A shell command is parsed whole here, before the preview shortens it.
 	p.a.Preview.Shell = approval.ShellPreview(args, tool.ShellArgument, req.Runtime.WorkingDirectory)
-	if tool.Policy().ScopedOffered() {
+	p.a.Deciders, p.a.DeciderTeam, p.a.Quorum = string(rule.Deciders), rule.Team, rule.Quorum
+	if key.TeamItem(req.User) {
+		p.a.OwnerTeam = *key.Team
+	}
+	if policy.ScopedOffered() {
 		if s := approval.ProposeScope(args, tool.ShellArgument); !s.Empty() {
 			p.a.Preview.Scope = &s
 		}
@@ -87,7 +93,7 @@ type heldPolicy struct {
 func (p *pendingWrite) held() heldPolicy { return heldPolicy{p.a.ToolID, p.a.PolicyVersion} }
 
 // change is the notification that wakes the item's owner's screens.
-func (p *pendingWrite) change() Change { return Change{ApprovalID: p.a.ID, Owner: p.a.OwnerSubject} }
+func (p *pendingWrite) change() Change { return changeOf(p.a) }
 
 // approval is the item as created.
 func (p *pendingWrite) approval() (Approval, error) {
@@ -104,18 +110,18 @@ const pendingInsertSQL = `
 		arguments_digest, arguments_size, preview, agent_reason, available_decisions, policy_version, expires_at,
 		conversation_title, shown_tool_display, shown_connector_display, shown_connector_kind, shown_hints_taken,
 		shown_read_only_hint, shown_destructive_hint, shown_open_world_hint, runtime_client, runtime_host,
-		runtime_working_directory, context_diff)
+		runtime_working_directory, context_diff, deciders, decider_team, quorum, owner_team)
 	SELECT id::uuid, owner, key, conv, turn, call, tool_id, connector, tool, digest, size, preview::jsonb, reason,
 		string_to_array(avail, ' '), version, now() + timeout_us * interval '1 microsecond', title, tool_display,
 		connector_display, connector_kind, true, read_only, destructive, open_world, rt_client, rt_host, rt_dir,
-		diff::jsonb
+		diff::jsonb, deciders, NULLIF(decider_team, ''), quorum, NULLIF(owner_team, '')
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
 		$9::text[], $10::text[], $11::int[], $12::text[], $13::text[], $14::text[], $15::int[], $16::bigint[],
 		$17::text[], $18::text[], $19::text[], $20::text[], $21::bool[], $22::bool[], $23::bool[], $24::text[],
-		$25::text[], $26::text[], $27::text[])
+		$25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::int[], $31::text[])
 		AS u(id, owner, key, conv, turn, call, tool_id, connector, tool, digest, size, preview, reason, avail, version,
 			timeout_us, title, tool_display, connector_display, connector_kind, read_only, destructive, open_world,
-			rt_client, rt_host, rt_dir, diff)
+			rt_client, rt_host, rt_dir, diff, deciders, decider_team, quorum, owner_team)
 	RETURNING id::text, created_at, expires_at, GREATEST(expires_at - now(), interval '0')`
 
 // queuePending queues the writes of items ps but their audit lines and
@@ -134,7 +140,7 @@ func queuePending(ctx context.Context, b *pgx.Batch, ps []*pendingWrite) (create
 			cmp.Compare(a.ConversationID, b.ConversationID), cmp.Compare(a.TurnID, b.TurnID), cmp.Compare(a.CallID, b.CallID),
 			cmp.Compare(a.ToolID, b.ToolID), cmp.Compare(a.ArgumentsDigest, b.ArgumentsDigest), cmp.Compare(a.ID, b.ID))
 	})
-	cols := make([][]any, 27)
+	cols := make([][]any, 31)
 	events := make([]NotificationEvent, len(ps))
 	texts := make([][]byte, len(ps))
 	ids := make([]string, len(ps))
@@ -152,7 +158,7 @@ func queuePending(ctx context.Context, b *pgx.Batch, ps []*pendingWrite) (create
 			a.Connector, a.Tool, a.ArgumentsDigest, a.ArgumentsSize, string(p.preview), a.AgentReason,
 			strings.Join(a.AvailableDecisions, " "), a.PolicyVersion, p.timeout.Microseconds(), a.ConversationTitle,
 			a.ToolDisplay, a.ConnectorDisplay, a.ConnectorKind, a.ReadOnlyHint, a.DestructiveHint, a.OpenWorldHint,
-			a.RuntimeClient, a.RuntimeHost, a.RuntimeDirectory, p.diff} {
+			a.RuntimeClient, a.RuntimeHost, a.RuntimeDirectory, p.diff, a.Deciders, a.DeciderTeam, a.Quorum, a.OwnerTeam} {
 			cols[c] = append(cols[c], v)
 		}
 		ids[i], texts[i], got[a.ID] = a.ID, []byte(p.raw), nil

@@ -20,7 +20,7 @@ func (d *DB) ListPolicies(ctx context.Context) ([]PolicyRow, error) {
 		t.destructive_hint, t.idempotent_hint, t.open_world_hint, t.mode, t.standing_approval, t.condition,
 		t.policy_version, t.max_grant_seconds, t.retired_at, c.display_name AS connector_display, c.kind AS connector_kind,
 		c.deleted_at IS NOT NULL AS connector_deleted, t.shell_argument, t.matchable, t.annotations_changed_at,
-		t.proof, t.proof_condition
+		t.proof, t.proof_condition, t.deciders, t.decider_team, t.quorum, t.deciders_condition
 		FROM tools t JOIN connectors c ON c.name = t.connector
 		WHERE t.retired_at IS NULL
 		ORDER BY c.deleted_at IS NOT NULL, c.kind = 'builtin', c.display_name, t.display_name`)
@@ -122,9 +122,15 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 			return approval.Errorf(approval.KindConflict, "policy_changed",
 				"Someone changed this tool's policy while you were editing it. Review the current settings and save again.")
 		}
+		if err := p.Rule.Validate(); err != nil {
+			return err
+		}
+		rule := p.Rule.Normal()
 		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
-			max_grant_seconds = $5, matchable = $6, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
-			toolID, string(p.Mode), p.StandingApproval, p.Condition, maxGrantSeconds(p.MaxGrant), p.Matchable); err != nil {
+			max_grant_seconds = $5, matchable = $6, deciders = $7, decider_team = NULLIF($8, ''), quorum = $9,
+			deciders_condition = $10, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
+			toolID, string(p.Mode), p.StandingApproval, p.Condition, maxGrantSeconds(p.MaxGrant), p.Matchable,
+			string(rule.Deciders), rule.Team, rule.Quorum, p.DecidersCondition); err != nil {
 			return err
 		}
 		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
@@ -183,14 +189,14 @@ func withdrawStanding(ctx context.Context, tx pgx.Tx, toolID int64, matchable bo
 		SET available_decisions = ARRAY(SELECT d FROM unnest(u.available_decisions) d WHERE NOT d = ANY($2::text[]))
 		WHERE u.status = 'pending' AND u.id IN (SELECT a.id FROM approvals a
 			WHERE a.tool_id = $1 AND a.status = 'pending' AND a.available_decisions && $2::text[] ORDER BY a.id FOR UPDATE)
-		RETURNING u.id::text, u.owner_subject`, toolID, withdrawn)
+		RETURNING u.id::text, u.owner_subject, COALESCE(u.decider_team, ''), COALESCE(u.owner_team, '')`, toolID, withdrawn)
 	if err != nil {
 		return err
 	}
 	changes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Change, error) {
-		var ch Change
-		err := r.Scan(&ch.ApprovalID, &ch.Owner)
-		return ch, err
+		var a Approval
+		err := r.Scan(&a.ID, &a.OwnerSubject, &a.DeciderTeam, &a.OwnerTeam)
+		return changeOf(a), err
 	})
 	if err != nil {
 		return err
@@ -201,6 +207,9 @@ func withdrawStanding(ctx context.Context, tx pgx.Tx, toolID int64, matchable bo
 func policyDetail(t Tool) map[string]any {
 	d := map[string]any{"mode": t.Mode, "standing_approval": t.StandingApproval, "condition": t.Condition, "version": t.PolicyVersion,
 		"matchable": t.Matchable}
+	if r := t.Rule(); !r.IsOwner() || t.DecidersCondition != "" {
+		d["deciders"], d["decider_team"], d["quorum"], d["deciders_condition"] = string(r.Deciders), r.Team, r.Quorum, t.DecidersCondition
+	}
 	if t.MaxGrantSeconds != nil {
 		d["max_grant_seconds"] = *t.MaxGrantSeconds
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
@@ -90,6 +91,9 @@ func (d *DB) PreApprove(ctx context.Context, owner User, id, fingerprint string)
 		if fingerprint != p.Fingerprint {
 			return &ApprovalRequiredError{Playbook: p.Name, Pairs: missing(states), Fingerprint: p.Fingerprint, Changed: true}
 		}
+		if err := refuseOthersDecide(ctx, tx, missing(states)); err != nil {
+			return err
+		}
 		for _, s := range missing(states) {
 			if err := refusePasskeyPreapproval(ctx, tx, s); err != nil { // passkey step-up (issue 33)
 				return err
@@ -134,4 +138,35 @@ func (d *DB) RevokePreApproval(ctx context.Context, owner User, id string, toolI
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: owner.Actor(), Action: approval.ActionPreapprovalRevoked,
 			PlaybookID: id, Connector: connector, Tool: tool})
 	}))
+}
+
+// CodePreapprovalNeedsDeciders refuses a pre-approval of a tool whose
+// approver rule names someone other than the playbook's owner alone.
+const CodePreapprovalNeedsDeciders = "preapproval_needs_deciders"
+
+// refuseOthersDecide refuses pre-approving pairs whose tool's rule is not
+// the owner's alone (or may not be, by its condition): a pre-approval is
+// the owner's consent, and those calls need a team's or several people's.
+// Nothing is approved then; the message names who must decide.
+func refuseOthersDecide(ctx context.Context, tx pgx.Tx, pairs []PairState) error {
+	var who []string
+	for _, s := range pairs {
+		t, err := toolByID(ctx, tx, s.ToolID, false)
+		if err != nil {
+			return err
+		}
+		if r := t.Rule(); !r.IsOwner() {
+			words := r.Words("the owner", "")
+			if t.DecidersCondition != "" {
+				words += " (when " + t.DecidersCondition + ")"
+			}
+			who = append(who, "“"+s.Label()+"” is decided by "+words)
+		}
+	}
+	if len(who) == 0 {
+		return nil
+	}
+	return approval.Errorf(approval.KindUnprocessable, CodePreapprovalNeedsDeciders,
+		"Nothing was pre-approved: %s. A playbook owner cannot pre-approve a call that others must decide; "+
+			"change the tool's rule, or leave the tool out of unattended runs.", strings.Join(who, "; "))
 }

@@ -119,14 +119,14 @@ type readEntry struct {
 // pending. It reads keyAndToolSQL's columns without the turn's facts, and
 // writes the audit line of each call its policy allows (policyAllowLine).
 var keyToolGroupSQL = `WITH c AS (SELECT r.ord, r.owner AS c_owner, r.conv AS c_conv, r.turn AS c_turn, r.call AS c_call,
-		k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created, k.last_used_at AS k_used, t.*
+		k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created, k.last_used_at AS k_used, k.team AS k_team, t.*
 	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
 		WITH ORDINALITY AS r(connector, tool, key_hash, owner, conv, turn, call, digest, ord)
 	JOIN api_keys k ON k.key_hash = r.key_hash AND k.revoked_at IS NULL
 	LEFT JOIN LATERAL (` + replaceEach(checkToolSQL, "$1", "r.connector", "$2", "r.tool", "$3", "k.id", "$4", "r.owner",
 	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest") + `) t ON true), ` +
 	policyAllowLine("c.k_id", "c.k_name", "c.c_owner", "c.c_conv", "c.c_turn", "c.c_call") + `
-	SELECT ord, k_id, k_name, k_prefix, k_created, k_used, ` + toolColumns + ` FROM c`
+	SELECT ord, k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + ` FROM c`
 
 // replaceEach replaces, in one pass, each old of the pairs with its new; it
 // panics if an old is missing or a placeholder ($) is left over.
@@ -269,6 +269,8 @@ type keyToolRow struct {
 	shell                       *string
 	matchable                   *bool
 	proof, proofCond            *string // passkey step-up (issue 33)
+	deciders, decidersCond      *string
+	quorum                      *int32
 	version                     *int32
 	rejections                  *int64
 	sameCall                    *bool
@@ -278,10 +280,10 @@ type keyToolRow struct {
 // keyToolDest is where the key's and the tool's columns are scanned, in
 // keyAndToolSQL's order (keyToolGroupSQL's after its ord).
 func (r *keyToolRow) keyToolDest() []any {
-	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.id, &r.connector, &r.name,
+	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.key.Team, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
 		&r.version, &r.tool.MaxGrantSeconds, &r.tool.RetiredAt, &r.connDisplay, &r.connKind, &r.cdel, &r.shell, &r.matchable,
-		&r.proof, &r.proofCond}
+		&r.proof, &r.proofCond, &r.deciders, &r.tool.DeciderTeam, &r.quorum, &r.decidersCond}
 }
 
 // dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
@@ -308,5 +310,6 @@ func (r *keyToolRow) result() (tool Tool, found bool, facts *turnFacts) {
 	tool.ConnectorDisplay, tool.ConnectorKind, tool.ConnectorDeleted = *r.connDisplay, *r.connKind, *r.cdel
 	tool.ShellArgument, tool.Matchable = *r.shell, *r.matchable
 	tool.Proof, tool.ProofCondition = *r.proof, *r.proofCond
+	tool.Deciders, tool.Quorum, tool.DecidersCondition = *r.deciders, int(*r.quorum), *r.decidersCond
 	return tool, true, facts
 }

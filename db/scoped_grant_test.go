@@ -290,7 +290,7 @@ func TestMatchableOffWithdrawsFromPending(t *testing.T) {
 		approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := f.store.ApprovalForOwner(ctx, res.Approval.ID, f.user.Subject)
+	a, err := f.store.ApprovalForViewer(ctx, res.Approval.ID, f.user.Subject)
 	if err != nil || fmt.Sprint(a.AvailableDecisions) != "[approve reject]" {
 		t.Fatalf("%v %v", err, a.AvailableDecisions)
 	}

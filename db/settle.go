@@ -83,7 +83,7 @@ func announceEnded(ctx context.Context, tx pgx.Tx, e ending, ids []string) ([]Ap
 		if err := outboxEnded(ctx, tx, a); err != nil {
 			return nil, err
 		}
-		changes = append(changes, Change{ApprovalID: a.ID, Owner: a.OwnerSubject})
+		changes = append(changes, changeOf(a))
 	}
 	if err := RecordAuditMany(ctx, tx, events); err != nil {
 		return nil, err

@@ -18,7 +18,10 @@ type User struct {
 	Name          string `db:"name"`
 	// IsAdmin is decided on every request from the configured admin list
 	// and the verified email; it is not stored.
-	IsAdmin    bool      `db:"-"`
+	IsAdmin bool `db:"-"`
+	// Groups are the identity provider's groups claim at sign-in: SignIn
+	// makes the person's provider teams exactly these (not stored here).
+	Groups     []string  `db:"-"`
 	CreatedAt  time.Time `db:"created_at"`
 	LastSeenAt time.Time `db:"last_seen_at"`
 }
@@ -63,9 +66,14 @@ func (d *DB) SignIn(ctx context.Context, u User) (User, error) {
 			return err
 		}
 		out.IsAdmin = u.IsAdmin // as decided for this sign-in, for the audit line
+		// The provider's teams are refreshed at every sign-in: a group it
+		// no longer sends ends that membership now.
+		if out.Groups, err = syncProviderTeams(ctx, tx, out.Subject, u.Groups); err != nil {
+			return err
+		}
 		return RecordAudit(ctx, tx, approval.AuditEvent{
 			Actor: out.Actor(), Action: approval.ActionSignIn,
-			Detail: map[string]any{"admin": out.IsAdmin},
+			Detail: map[string]any{"admin": out.IsAdmin, "teams": out.Groups},
 		})
 	})
 	return out, translate("sign in", err)

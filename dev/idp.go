@@ -21,12 +21,24 @@ type DemoUser struct {
 	Email      string
 	Name       string
 	Role       string // shown on the picker: "member" or "admin"
+	// Groups is the provider's groups claim: the person's teams.
+	Groups []string
 }
 
 // DemoMember and DemoAdmin are the demo users of `countersign dev`.
 var (
-	DemoMember = DemoUser{Key: "member", Subject: "demo-member", Email: "maya@example.com", Name: "Maya Member", Role: "member"}
-	DemoAdmin  = DemoUser{Key: "admin", Subject: "demo-admin", Email: "avery@example.com", Name: "Avery Admin", Role: "admin"}
+	DemoMember = DemoUser{Key: "member", Subject: "demo-member", Email: "maya@example.com", Name: "Maya Member", Role: "member",
+		Groups: []string{"finance", "platform"}}
+	DemoAdmin = DemoUser{Key: "admin", Subject: "demo-admin", Email: "avery@example.com", Name: "Avery Admin", Role: "admin"}
+)
+
+// The demo teams' other members, so that every approver rule can be tried
+// locally: Finn and Fiona are in finance (with Maya), Sam in platform (with
+// Maya). Two of finance approve what Maya's agent asks under a quorum rule.
+var (
+	DemoFinn  = DemoUser{Key: "finn", Subject: "demo-finn", Email: "finn@example.com", Name: "Finn Finance", Role: "member", Groups: []string{"finance"}}
+	DemoFiona = DemoUser{Key: "fiona", Subject: "demo-fiona", Email: "fiona@example.com", Name: "Fiona Finance", Role: "member", Groups: []string{"finance"}}
+	DemoSam   = DemoUser{Key: "sam", Subject: "demo-sam", Email: "sam@example.com", Name: "Sam Platform", Role: "member", Groups: []string{"platform"}}
 )
 
 // IdP is a development OpenID Connect provider (mockoidc) whose
@@ -47,8 +59,9 @@ func StartIdP() (*IdP, error) {
 		return nil, fmt.Errorf("dev: identity provider: %w", err)
 	}
 	p := &IdP{MockOIDC: m, users: map[string]DemoUser{}}
-	p.AddUser(DemoMember)
-	p.AddUser(DemoAdmin)
+	for _, u := range []DemoUser{DemoMember, DemoAdmin, DemoFinn, DemoFiona, DemoSam} {
+		p.AddUser(u)
+	}
 	if err := m.AddMiddleware(p.picker); err != nil {
 		return nil, err
 	}
@@ -93,7 +106,8 @@ func (p *IdP) picker(next http.Handler) http.Handler {
 			return
 		}
 		defer p.mu.Unlock()
-		p.QueueUser(&mockoidc.MockUser{Subject: u.Subject, Email: u.Email, EmailVerified: !u.Unverified, PreferredUsername: u.Name})
+		p.QueueUser(&mockoidc.MockUser{Subject: u.Subject, Email: u.Email, EmailVerified: !u.Unverified, PreferredUsername: u.Name,
+			Groups: u.Groups})
 		next.ServeHTTP(w, r)
 	})
 }

@@ -98,7 +98,7 @@ func postDecision(t *testing.T, ctx context.Context, id, decision, assertion str
 
 func pendingItem(t *testing.T, e *testenv.Env, id string) db.Approval {
 	t.Helper()
-	a, err := e.DB.ApprovalForOwner(context.Background(), id, dev.DemoMember.Subject)
+	a, err := e.DB.ApprovalForViewer(context.Background(), id, dev.DemoMember.Subject)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -231,13 +231,15 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if a.ProofPasskey != "" {
 		proof = "passkey"
 	}
-	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), Proof: proof})
+	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), Proof: proof, DecidedBy: a.DecidedBy})
 }
 
-// claimJSON is a claim's answer: the item, and how it was approved.
+// claimJSON is a claim's answer: the item, how it was approved, and who
+// approved it (each approver of a quorum, in the order they approved).
 type claimJSON struct {
 	approvalJSON
-	Proof string `json:"proof"`
+	Proof     string   `json:"proof"`
+	DecidedBy []string `json:"decided_by"`
 }
 
 type cancelBody struct {
@@ -253,8 +255,12 @@ func (h *Handler) APITurnCancel(c echo.Context) error {
 	if err := decodeJSON(c, &b); err != nil {
 		return err
 	}
-	if err := required([2]string{"user", b.User}, [2]string{"conversation_id", b.ConversationID}, [2]string{"turn_id", b.TurnID}); err != nil {
+	if err := required([2]string{"conversation_id", b.ConversationID}, [2]string{"turn_id", b.TurnID}); err != nil {
 		return err
+	}
+	// A team's key may omit user, as in its checks; a person's key may not.
+	if key := CurrentAPIKey(c); b.User == "" && key.Team == nil {
+		return required([2]string{"user", b.User})
 	}
 	n, err := h.DB.CancelTurn(c.Request().Context(), *CurrentAPIKey(c), b.User, b.ConversationID, b.TurnID)
 	if err != nil {

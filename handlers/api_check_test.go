@@ -86,7 +86,7 @@ func TestCheck(t *testing.T) {
 	})
 	t.Run("UnparseableArgumentsAsk", func(t *testing.T) {
 		id := l.pending(t, l.call("mail", "send_email", `{"to": [unclosed`))
-		a, err := l.DB.ApprovalForOwner(context.Background(), id, dev.DemoMember.Subject)
+		a, err := l.DB.ApprovalForViewer(context.Background(), id, dev.DemoMember.Subject)
 		if err != nil || a.Preview.Parsed || a.Preview.Raw == "" {
 			t.Fatalf("%v %+v", err, a.Preview)
 		}

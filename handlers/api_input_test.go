@@ -245,7 +245,7 @@ func TestNULIsRefusedCleanly(t *testing.T) {
 		// A NUL byte in the arguments text itself makes it text that is not
 		// JSON: as for any such text, a person decides, and sees a visible ␀.
 		rawID := l.pending(t, l.call("mail", "send_email", "{\"to\":\"x\x00y\"}"))
-		a, err := l.DB.ApprovalForOwner(context.Background(), rawID, dev.DemoMember.Subject)
+		a, err := l.DB.ApprovalForViewer(context.Background(), rawID, dev.DemoMember.Subject)
 		if err != nil || a.Preview.Parsed || !visibleNUL(a.Preview.Raw) {
 			t.Fatalf("raw NUL in arguments: %v %+v", err, a.Preview)
 		}
@@ -253,7 +253,7 @@ func TestNULIsRefusedCleanly(t *testing.T) {
 		// the call asks, and the reviewer sees a visible ␀.
 		esc := l.call("mail", "send_email", `{"to":"x\u0000y"}`)
 		aid := l.pending(t, esc)
-		a, err = l.DB.ApprovalForOwner(context.Background(), aid, dev.DemoMember.Subject)
+		a, err = l.DB.ApprovalForViewer(context.Background(), aid, dev.DemoMember.Subject)
 		if err != nil || len(a.Preview.Lines) != 1 || !visibleNUL(a.Preview.Lines[0].Value) {
 			t.Fatalf("%v %+v", err, a.Preview)
 		}

@@ -49,6 +49,16 @@ func (h *Handler) ApprovalDecide(c echo.Context) error {
 		}
 		return err
 	}
+	if a.Status == approval.StatusPending {
+		// One approval of a quorum: the call still waits for others. The
+		// card stays, saying how far it got, without the buttons.
+		if isHTMX(c) {
+			return Render(c, http.StatusOK, views.Card(h.card(c, a)))
+		}
+		d := h.decidersOf(req.Context(), a, u.Subject)
+		h.flash(c, "Your approval is in ("+d.Progress()+"). "+a.ToolDisplay+" waits for "+d.StillNeeded()+".", false)
+		return redirect(c, decidedFrom(c, id))
+	}
 	row := h.decidedRow(a)
 	if isHTMX(c) {
 		return Render(c, http.StatusOK, views.Decided(row))

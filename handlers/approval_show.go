@@ -19,7 +19,7 @@ func (h *Handler) ApprovalShow(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	a, err := h.DB.ApprovalForOwner(ctx, id, u.Subject)
+	a, err := h.DB.ApprovalForViewer(ctx, id, u.Subject)
 	if err != nil {
 		if approval.KindOf(err) == approval.KindNotFound {
 			// 404, not 403: don't confirm that someone else's item exists.

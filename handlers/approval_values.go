@@ -26,7 +26,7 @@ func (h *Handler) ApprovalValue(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := h.DB.ApprovalForOwner(ctx, id, u.Subject); err != nil {
+	if _, err := h.DB.ApprovalForViewer(ctx, id, u.Subject); err != nil {
 		if approval.KindOf(err) == approval.KindNotFound {
 			// 404, not 403: don't confirm that someone else's item exists.
 			h.Log.WarnContext(ctx, "full value refused: not the owner, or no such item",

@@ -27,6 +27,7 @@ var auditActionGroups = []struct {
 		approval.ActionRunStarted, approval.ActionRunRefused, approval.ActionAllowedByPreapproval, approval.ActionRefusedInRun}},
 	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionAPIKeyChanged, approval.ActionSignIn, approval.ActionSignOut}},
 	{"Passkeys", approval.ProofActions},
+	{"Teams", []string{approval.ActionTeamCreated, approval.ActionTeamChanged, approval.ActionTeamMemberAdded, approval.ActionTeamMemberRemoved}},
 }
 
 // actionGroups returns the filter's groups with the chosen actions checked.

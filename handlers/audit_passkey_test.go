@@ -40,7 +40,7 @@ func (l *loop) passkeyScenario(t *testing.T, admin *testenv.Browser) {
 	if status, _ := decide(l.Member, item, "approve"); status != http.StatusForbidden {
 		t.Fatal("approve without passkey:", status)
 	}
-	if a, err := l.DB.ApprovalForOwner(ctx, item, member.Subject); err != nil || a.Status != approval.StatusPending {
+	if a, err := l.DB.ApprovalForViewer(ctx, item, member.Subject); err != nil || a.Status != approval.StatusPending {
 		t.Fatal(a.Status, err)
 	}
 }

@@ -97,7 +97,11 @@ func TestAuditScenario(t *testing.T) {
 	if err := l.DB.DeleteConnector(ctx, approval.SystemActor, "web"); err != nil { // connector deleted
 		t.Fatal(err)
 	}
-	l.passkeyScenario(t, admin) // passkeys (issue 33)
+	l.passkeyScenario(t, admin)                                                                                            // passkeys (issue 33)
+	admin.PostForm("/admin/teams", url.Values{"name": {"audit-team"}})                                                     // team created
+	admin.PostForm("/admin/teams/description", url.Values{"team": {"audit-team"}, "description": {"Reviews"}})             // team changed
+	admin.PostForm("/admin/teams/members", url.Values{"team": {"audit-team"}, "subject": {dev.DemoMember.Subject}})        // team member added
+	admin.PostForm("/admin/teams/members/remove", url.Values{"team": {"audit-team"}, "subject": {dev.DemoMember.Subject}}) // team member removed
 	keys, _ := l.DB.ListAPIKeys(ctx)
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/first-time-users", url.Values{"allow": {"no"}}) // api key changed
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}})        // api key revoked
@@ -111,7 +115,7 @@ func TestAuditScenario(t *testing.T) {
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
-		"tool registered": 1, "allowed by policy": 1,
+		"tool registered": 1, "team created": 1, "team changed": 1, "team member added": 1, "team member removed": 1, "allowed by policy": 1,
 		// passkeyScenario: one more request and policy change.
 		"passkey added": 2, "passkey removed": 1, "passkeys reset": 1, "approval refused without passkey": 1,
 	}

@@ -43,7 +43,7 @@ func (h *Handler) Callback(c echo.Context) error {
 	}
 	user, err := h.DB.SignIn(ctx, db.User{
 		Issuer: id.Issuer, Subject: id.Subject, Email: id.Email, EmailVerified: id.EmailVerified, Name: id.Name,
-		IsAdmin: id.EmailVerified && h.Settings.AdminEmails(id.Email),
+		IsAdmin: id.EmailVerified && h.Settings.AdminEmails(id.Email), Groups: id.Groups,
 	})
 	if err != nil {
 		return err

@@ -39,7 +39,17 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 	u := CurrentUser(c)
 	ctx := c.Request().Context()
-	sub := h.Hub.Subscribe(db.OwnerKey(u.Subject))
+	// The person's own items and their teams' wake this stream; what it
+	// shows is re-read through the one rule of who may decide (PendingFor).
+	teams, err := h.DB.TeamsOf(ctx, u.Subject)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(teams))
+	for i, t := range teams {
+		keys[i] = db.TeamKey(t)
+	}
+	sub := h.Hub.Subscribe(db.OwnerKey(u.Subject), keys...)
 	defer sub.Close()
 
 	pending, err := h.DB.PendingFor(ctx, u.Subject)
@@ -179,7 +189,7 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool, mode stream
 		if err := writeEvent(w, "gone", html); err != nil {
 			return known, err
 		}
-		if a, err := h.DB.ApprovalForOwner(ctx, id, u.Subject); err == nil && a.DecidedAt != nil {
+		if a, err := h.DB.ApprovalForViewer(ctx, id, u.Subject); err == nil && a.DecidedAt != nil {
 			html, err := renderString(c, views.StreamRecent(h.decidedRow(a)))
 			if err != nil {
 				return known, err

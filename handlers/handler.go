@@ -26,6 +26,9 @@ type Identity struct {
 	EmailVerified bool
 	Name          string
 	Nonce         string
+	// Groups is the provider's groups claim (COUNTERSIGN_OIDC_GROUPS_CLAIM):
+	// the person's teams from the provider.
+	Groups []string
 }
 
 // Authenticator runs the OpenID Connect authorization code flow.

@@ -71,6 +71,9 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 		MaxGrant:         a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
 	}
+	if u := CurrentUser(c); u != nil {
+		card.Deciders = h.decidersOf(c.Request().Context(), a, u.Subject)
+	}
 	like := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s\x00%s", a.APIKeyID, a.Connector, a.Tool, a.ArgumentsDigest)))
 	card.LikeKey = hex.EncodeToString(like[:8])
 	conv := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%s", a.APIKeyID, a.OwnerSubject, a.ConversationID, a.Connector, a.Tool)))

@@ -132,6 +132,11 @@ func (h *Handler) PlaybookApprove(c echo.Context) error {
 		}
 		return h.approvalDialog(c, are, then, &schedule)
 	}
+	if e := approval.AsError(err); e != nil && e.Code == db.CodePreapprovalNeedsDeciders {
+		// A tool whose rule names others: say who must decide.
+		h.flash(c, e.Message, true)
+		return redirect(c, "/playbooks/"+url.PathEscape(id))
+	}
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,9 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
 	f.MaxGrant, f.Matchable = t.MaxGrant(), t.Matchable
 	f.Proof = t.Proof // passkey step-up (issue 33)
+	if f.Deciders, err = h.decidersOfTool(c.Request().Context(), t); err != nil {
+		return err
+	}
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
 	if err != nil {
 		return err

@@ -45,6 +45,14 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 		maxGrant = t.MaxGrant() // a form without the field keeps the cap
 	}
 	f.MaxGrant = maxGrant
+	if f.Deciders, err = h.decidersOfTool(ctx, t); err != nil {
+		return err
+	}
+	rule, rulePicks, ruleErr := decidersParam(c, t, &f.Deciders)
+	if ruleErr != "" {
+		f.Deciders.Error = ruleErr
+		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
+	}
 	if !ok {
 		f.Error = "Choose the longest standing grant from the list."
 		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
@@ -59,13 +67,14 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 			return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
 		}
 	}
-	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition, MaxGrant: f.MaxGrant, Matchable: f.Matchable}
+	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition, MaxGrant: f.MaxGrant, Matchable: f.Matchable,
+		Rule: rule, DecidersCondition: rulePicks}
 	if action == "test" {
 		f.TestResult, f.TestTone = testPolicy(p, f.Sample)
 		return Render(c, http.StatusOK, views.PolicyEdit(f))
 	}
 	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition && p.MaxGrant == t.MaxGrant() &&
-		p.Matchable == t.Matchable {
+		p.Matchable == t.Matchable && decidersChanged(t, rule, rulePicks) == "" {
 		h.flash(c, "No changes to "+t.DisplayName+".", false)
 		return redirect(c, "/admin/policies")
 	}
@@ -121,6 +130,9 @@ func policyChanges(t db.Tool, p approval.Policy) string {
 		parts = append(parts, "condition removed (was "+t.Condition+")")
 	default:
 		parts = append(parts, "condition "+t.Condition+" → "+p.Condition)
+	}
+	if w := decidersChanged(t, p.Rule, p.DecidersCondition); w != "" {
+		parts = append(parts, w)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -28,7 +28,7 @@ func TestPreviewRetention(t *testing.T) {
 		t.Fatal(n, err)
 	}
 	for id, removed := range map[string]bool{oldID: true, recentID: false, pendingID: false} {
-		a, err := l.DB.ApprovalForOwner(ctx, id, dev.DemoMember.Subject)
+		a, err := l.DB.ApprovalForViewer(ctx, id, dev.DemoMember.Subject)
 		if err != nil {
 			t.Fatal(err)
 		}

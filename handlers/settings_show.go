@@ -31,5 +31,8 @@ func (h *Handler) renderSettings(c echo.Context, status int, pk views.PasskeysVi
 	if v.Passkeys, err = h.passkeysPanel(c, pk); err != nil { // passkey step-up (issue 33)
 		return err
 	}
+	if v.Teams, err = h.DB.TeamsOf(c.Request().Context(), u.Subject); err != nil {
+		return err
+	}
 	return Render(c, status, views.Settings(v))
 }

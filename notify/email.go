@@ -45,17 +45,28 @@ func (e *Email) Name() string { return "email" }
 // GroupByTarget implements Grouped: one mail per person and burst.
 func (e *Email) GroupByTarget() bool { return true }
 
-// Targets implements Channel: a new pending item is mailed to its owner,
-// if they have a verified address and did not turn mail off.
+// Targets implements Channel: a new pending item is mailed to each person
+// who may decide it (Deciders), if they have a verified address and did
+// not turn mail off.
 func (e *Email) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
-	if ev.Kind != db.EventApprovalRequested || ev.Owner == "" {
+	if ev.Kind != db.EventApprovalRequested {
 		return nil, nil
 	}
-	r, ok, err := e.db.MailRecipientFor(ctx, ev.Owner, e.now())
-	if err != nil || !ok || !r.Enabled {
+	people, err := Deciders(ctx, e.db, ev)
+	if err != nil {
 		return nil, err
 	}
-	return []Target{{ID: ev.Owner, NotBefore: e.groupUntil(r)}}, nil
+	var out []Target
+	for _, p := range people {
+		r, ok, err := e.db.MailRecipientFor(ctx, p, e.now())
+		if err != nil {
+			return nil, err
+		}
+		if ok && r.Enabled {
+			out = append(out, Target{ID: p, NotBefore: e.groupUntil(r)})
+		}
+	}
+	return out, nil
 }
 
 // groupUntil is when a new item's mail may go: with the mail already

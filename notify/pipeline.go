@@ -228,6 +228,19 @@ func (p *Pipeline) plan(ctx context.Context) {
 	}
 }
 
+// Deciders are the people told of event ev about an item: exactly those
+// who may decide it, by the one rule every screen uses
+// (db.DecidersOf); an event about no item goes to its owner.
+func Deciders(ctx context.Context, store *db.DB, ev db.NotificationEvent) ([]string, error) {
+	if ev.ApprovalID != nil && *ev.ApprovalID != "" {
+		return store.DecidersOf(ctx, *ev.ApprovalID)
+	}
+	if ev.Owner == "" {
+		return nil, nil
+	}
+	return []string{ev.Owner}, nil
+}
+
 // Link is the page of item id: every notification leads there, into the
 // signed-in app, never to a one-click decision.
 func Link(base *url.URL, id string) string {

@@ -61,21 +61,26 @@ func NewPush(store *db.DB, vapid *VAPID, subject string, base *url.URL, now func
 // Name implements Channel.
 func (p *Push) Name() string { return "push" }
 
-// TargetsDependOnKindAndOwnerOnly: see SameForKindAndOwner.
-func (*Push) TargetsDependOnKindAndOwnerOnly() {}
-
-// Targets implements Channel: every device of a new pending item's owner.
+// Targets implements Channel: every device of each person who may decide
+// a new pending item (Deciders). They depend on the item, not only on its
+// kind and owner: a team's item goes to the team's members.
 func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
-	if ev.Kind != db.EventApprovalRequested || ev.Owner == "" {
+	if ev.Kind != db.EventApprovalRequested {
 		return nil, nil
 	}
-	subs, err := p.db.PushSubscriptionsOf(ctx, ev.Owner)
+	people, err := Deciders(ctx, p.db, ev)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Target, 0, len(subs))
-	for _, s := range subs {
-		out = append(out, Target{ID: strconv.FormatInt(s.ID, 10)})
+	var out []Target
+	for _, person := range people {
+		subs, err := p.db.PushSubscriptionsOf(ctx, person)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range subs {
+			out = append(out, Target{ID: strconv.FormatInt(s.ID, 10)})
+		}
 	}
 	return out, nil
 }

@@ -59,6 +59,8 @@ type ApprovalCard struct {
 	PasskeyChallenge    string
 	PasskeyRP           string
 	ApprovedWithPasskey string
+	// Deciders says who may decide the call (empty: its owner alone).
+	Deciders DecidersView
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

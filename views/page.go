@@ -77,6 +77,8 @@ func (p Page) adminNav() []navItem {
 		{"insights", "Insights", "/admin/insights"},
 		{"api-keys", "API keys", "/admin/api-keys"},
 		{"webhooks", "Webhooks", "/admin/webhooks"},
+		{"teams", "Teams", "/admin/teams"},
+		{"pending", "Pending", "/admin/pending"},
 	}
 }
 

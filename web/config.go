@@ -17,12 +17,15 @@ import (
 
 // Config is Countersign's configuration, read from COUNTERSIGN_* variables.
 type Config struct {
-	DatabaseURL          string
-	Listen               string
-	BaseURL              *url.URL
-	OIDCIssuer           string
-	OIDCClientID         string
-	OIDCClientSecret     string
+	DatabaseURL      string
+	Listen           string
+	BaseURL          *url.URL
+	OIDCIssuer       string
+	OIDCClientID     string
+	OIDCClientSecret string
+	// OIDCGroupsClaim names the ID token claim that lists the person's
+	// groups; each group is a team (refreshed at every sign-in).
+	OIDCGroupsClaim      string
 	AdminEmails          []string
 	ApprovalTimeout      time.Duration
 	DeniedBlockThreshold int
@@ -59,6 +62,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_OIDC_ISSUER", "", "identity provider issuer URL (required for serve)"},
 	{"COUNTERSIGN_OIDC_CLIENT_ID", "", "OIDC client id (required for serve)"},
 	{"COUNTERSIGN_OIDC_CLIENT_SECRET", "", "OIDC client secret (required for serve)"},
+	{"COUNTERSIGN_OIDC_GROUPS_CLAIM", "groups", "ID token claim listing the person's groups: each is a team, refreshed at every sign-in"},
 	{"COUNTERSIGN_ADMIN_EMAILS", "", "comma-separated verified emails that get the admin role"},
 	{"COUNTERSIGN_APPROVAL_TIMEOUT", "600s", "wait cap for a pending item"},
 	{"COUNTERSIGN_DENIED_BLOCK_THRESHOLD", "2", "explicit rejections per turn before approval_denied_repeated"},
@@ -104,6 +108,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		OIDCIssuer:         get("COUNTERSIGN_OIDC_ISSUER"),
 		OIDCClientID:       get("COUNTERSIGN_OIDC_CLIENT_ID"),
 		OIDCClientSecret:   get("COUNTERSIGN_OIDC_CLIENT_SECRET"),
+		OIDCGroupsClaim:    get("COUNTERSIGN_OIDC_GROUPS_CLAIM"),
 		ApprovalTimeout:    dur("COUNTERSIGN_APPROVAL_TIMEOUT"),
 		SessionIdleTimeout: dur("COUNTERSIGN_SESSION_IDLE_TIMEOUT"),
 		SessionLifetime:    dur("COUNTERSIGN_SESSION_LIFETIME"),

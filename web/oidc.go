@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 // and reused for every sign-in.
 type OIDC struct {
 	issuer string
+	groups string // the groups claim's name
 	oauth  oauth2.Config
 	client *http.Client
 	log    *slog.Logger
@@ -31,6 +33,7 @@ type OIDC struct {
 func NewOIDC(cfg Config, log *slog.Logger) *OIDC {
 	return &OIDC{
 		issuer: cfg.OIDCIssuer,
+		groups: cfg.OIDCGroupsClaim,
 		oauth: oauth2.Config{
 			ClientID:     cfg.OIDCClientID,
 			ClientSecret: cfg.OIDCClientSecret,
@@ -71,6 +74,7 @@ func (o *OIDC) discoverOnce(ctx context.Context) error {
 	}
 	var meta struct {
 		AuthMethods []string `json:"token_endpoint_auth_methods_supported"`
+		Scopes      []string `json:"scopes_supported"`
 	}
 	_ = p.Claims(&meta)
 	ep := p.Endpoint()
@@ -84,6 +88,12 @@ func (o *OIDC) discoverOnce(ctx context.Context) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.oauth.Endpoint = ep
+	// Providers that list a "groups" scope send the groups claim only when
+	// it is asked for; others send it unasked, and may refuse a scope they
+	// do not know.
+	if slices.Contains(meta.Scopes, "groups") && !slices.Contains(o.oauth.Scopes, "groups") {
+		o.oauth.Scopes = append(o.oauth.Scopes, "groups")
+	}
 	o.verifier = p.Verifier(&oidc.Config{ClientID: o.oauth.ClientID})
 	return nil
 }
@@ -136,8 +146,27 @@ func (o *OIDC) Exchange(ctx context.Context, code, verifier string) (handlers.Id
 	if name == "" {
 		name = claims.PreferredUsername
 	}
+	var all map[string]json.RawMessage
+	if err := idt.Claims(&all); err != nil {
+		return handlers.Identity{}, fmt.Errorf("read id token claims: %w", err)
+	}
 	return handlers.Identity{
 		Issuer: idt.Issuer, Subject: idt.Subject, Email: claims.Email, EmailVerified: claims.EmailVerified,
-		Name: name, Nonce: idt.Nonce,
+		Name: name, Nonce: idt.Nonce, Groups: groupsClaim(all[o.groups]),
 	}, nil
+}
+
+// groupsClaim reads a groups claim: a list of strings (as most providers
+// send it) or one string. Anything else, or no claim, is no groups: a
+// person's provider teams then end at this sign-in.
+func groupsClaim(raw json.RawMessage) []string {
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return list
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil && one != "" {
+		return []string{one}
+	}
+	return nil
 }

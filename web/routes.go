@@ -132,6 +132,13 @@ func (s *Server) adminRoutes(user *echo.Group) {
 	admin.POST("/policies/:id/proof", h.PolicyProofUpdate)
 	admin.GET("/passkeys", h.AdminPasskeys)
 	admin.POST("/passkeys/reset", h.AdminPasskeysReset)
+	// Who decides: teams and the read-only overview of what waits.
+	admin.GET("/teams", h.TeamList)
+	admin.POST("/teams", h.TeamCreate)
+	admin.POST("/teams/description", h.TeamDescribe)
+	admin.POST("/teams/members", h.TeamMemberAdd)
+	admin.POST("/teams/members/remove", h.TeamMemberRemove)
+	admin.GET("/pending", h.PendingOverview)
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

@@ -3,7 +3,7 @@
 //	countersign serve                      run the server (production)
 //	countersign dev                        the whole product on one machine
 //	countersign migrate                    apply database migrations
-//	countersign apikey create --name NAME  print a new runtime API key once
+//	countersign apikey create --name NAME [--team TEAM]  print a new runtime API key once
 //	countersign audit verify [--public-key FILE]   check the audit log's hash chain (and signed checkpoints)
 //	countersign audit keygen --out FILE    make the checkpoints' Ed25519 signing key
 //	countersign demo-agent                 a scripted runtime against any server

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/web"
 )
@@ -34,14 +35,15 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stderr, "Usage: countersign apikey create --name NAME   (reads COUNTERSIGN_DATABASE_URL)")
+			fmt.Fprintln(stderr, "Usage: countersign apikey create --name NAME [--team TEAM]   (reads COUNTERSIGN_DATABASE_URL)")
 			return nil
 		}
 		fmt.Fprintln(stderr, "Usage: countersign apikey create --name NAME")
 		return errUsage
 	}
-	fs := newFlags("apikey create", "countersign apikey create --name NAME   (reads COUNTERSIGN_DATABASE_URL)", stderr, false)
+	fs := newFlags("apikey create", "countersign apikey create --name NAME [--team TEAM]   (reads COUNTERSIGN_DATABASE_URL)", stderr, false)
 	name := fs.String("name", "", "a name that says which runtime uses the key (required)")
+	team := fs.String("team", "", "make it a service agent's key for this team: its checks may omit user, and their items go to the team")
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -54,11 +56,18 @@ func runAPIKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer store.Close()
-	key, k, err := store.CreateAPIKey(ctx, *name, nil)
+	key, k, err := store.CreateAPIKeyWith(ctx, *name, nil, db.APIKeyOptions{Team: *team})
 	if err != nil {
+		if e := approval.AsError(err); e != nil {
+			return errors.New(e.Message)
+		}
 		return err
 	}
-	fmt.Fprintf(stderr, "Created API key %q (id %d). It is shown once; store it now:\n", k.Name, k.ID)
+	if *team != "" {
+		fmt.Fprintf(stderr, "Created API key %q (id %d) for team %q. It is shown once; store it now:\n", k.Name, k.ID, *team)
+	} else {
+		fmt.Fprintf(stderr, "Created API key %q (id %d). It is shown once; store it now:\n", k.Name, k.ID)
+	}
 	fmt.Fprintln(stdout, key)
 	return nil
 }

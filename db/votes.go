@@ -1,0 +1,168 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/jackc/pgx/v5"
+)
+
+// Vote is one person's answer to an item that needs more than one
+// approval (a quorum).
+type Vote struct {
+	ApprovalID string `db:"approval"`
+	Subject    string `db:"subject"`
+	Name       string `db:"name"`
+	Decision   string `db:"decision"`
+}
+
+// errAlreadyVoted refuses a second answer of one person to one item: a
+// quorum is N distinct people, and nobody counts twice.
+var errAlreadyVoted = approval.Errorf(approval.KindConflict, approval.CodeAlreadyDecided,
+	"You already answered this request. It needs other people's approvals now; your answer counts once.")
+
+// castVote records reviewer's answer to item a, whose rule needs more than
+// one approval, in the caller's transaction: the item's row is locked
+// first, so that concurrent votes count one after another; the vote is a
+// row of its own (one per person: a repeat is refused) with its own audit
+// line. The first rejection ends the item. An approval turns it approved
+// when the approvals of people who may decide it (the one rule, so never
+// its owner's) reach the quorum — through the same conditional UPDATE as
+// every decision.
+func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer) (Approval, error) {
+	var live bool
+	if err := tx.QueryRow(ctx, `SELECT status = 'pending' AND expires_at > now() FROM approvals WHERE id = $1 FOR UPDATE`,
+		a.ID).Scan(&live); err != nil {
+		return Approval{}, err
+	}
+	if !live {
+		return lostDecision(ctx, tx, a.ID, reviewer)
+	}
+	dec := ans.Decision
+	vote := "approve"
+	if dec == approval.Reject {
+		vote = "reject"
+	} else if dec != approval.Approve {
+		return Approval{}, approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO approval_votes (approval, subject, reviewer_id, decision) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (approval, subject) DO NOTHING`, a.ID, reviewer.Subject, reviewer.ID, vote)
+	if err != nil {
+		return Approval{}, err
+	}
+	if tag.RowsAffected() == 0 {
+		return Approval{}, errAlreadyVoted
+	}
+	var in int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM approval_votes v JOIN approvals a ON a.id = v.approval
+		WHERE v.approval = $1 AND v.decision = 'approve' AND `+mayDecideSQL("v.subject"), a.ID).Scan(&in); err != nil {
+		return Approval{}, err
+	}
+	detail := map[string]any{"quorum": a.Quorum, "approvals": in, "team": a.DeciderTeam}
+	if dec == approval.Reject || in >= a.Quorum {
+		decided, err := recordDecision(ctx, tx, a.ID, reviewer, ans, false)
+		if err != nil {
+			return Approval{}, err
+		}
+		if !decided {
+			return Approval{}, fmt.Errorf("db: quorum decision matched nothing on locked pending item %s", a.ID)
+		}
+		if dec == approval.Approve {
+			detail["quorum_met"] = true
+		}
+	}
+	out, err := getApproval(ctx, tx, a.ID, false)
+	if err != nil {
+		return Approval{}, err
+	}
+	if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), mergeDetail(answerDetail(out, ans, answerPlan{}), detail))); err != nil {
+		return Approval{}, err
+	}
+	if out.Status != approval.StatusPending {
+		if err := outboxApproval(ctx, tx, EventApprovalDecided, out); err != nil {
+			return Approval{}, err
+		}
+	}
+	return out, notify(ctx, tx, changeOf(out))
+}
+
+func mergeDetail(a, b map[string]any) map[string]any {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// VotesOn returns the votes cast on items ids, with each voter's display
+// name, in the order they were cast.
+func (d *DB) VotesOn(ctx context.Context, ids []string) (map[string][]Vote, error) {
+	out := map[string][]Vote{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT v.approval::text AS approval, v.subject,
+		COALESCE((SELECT COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject) FROM users u WHERE u.subject = v.subject
+			ORDER BY u.id LIMIT 1), v.subject) AS name, v.decision
+		FROM approval_votes v WHERE v.approval = ANY($1::uuid[]) ORDER BY v.at, v.subject`, ids)
+	if err != nil {
+		return nil, translate("votes", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Vote])
+	if err != nil {
+		return nil, translate("votes", err)
+	}
+	for _, v := range list {
+		out[v.ApprovalID] = append(out[v.ApprovalID], v)
+	}
+	return out, nil
+}
+
+// decidedBy names the people whose approval item a carries, in the order
+// they gave it: each approver of a quorum, or the one reviewer.
+func decidedBy(ctx context.Context, tx pgx.Tx, a Approval) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject)
+		FROM (SELECT v.reviewer_id AS id, v.at FROM approval_votes v WHERE v.approval = $1 AND v.decision = 'approve' AND $2
+			UNION ALL SELECT a.reviewer_id, a.decided_at FROM approvals a WHERE a.id = $1 AND NOT $2) d
+		JOIN users u ON u.id = d.id ORDER BY d.at`, a.ID, a.Rule().Needed() > 1)
+	if err != nil {
+		return nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if names == nil {
+		names = []string{}
+	}
+	return names, err
+}
+
+// PendingOverviewLimit is the most items the admins' overview lists.
+const PendingOverviewLimit = 500
+
+// PendingOverview lists every pending item, the longest waiting first, for
+// the admins' read-only overview (who asked, who may decide, how long it
+// waits). It shows items to admins who may not decide them: it draws no
+// buttons, and the request page still follows the one rule.
+func (d *DB) PendingOverview(ctx context.Context) ([]Approval, error) {
+	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
+		WHERE a.status = 'pending' AND a.expires_at > now() ORDER BY a.created_at, a.id LIMIT $1`, PendingOverviewLimit))
+	return list, translate("pending overview", err)
+}
+
+// DeciderNamesOf names the people who may decide item id, by the one rule.
+func (d *DB) DeciderNamesOf(ctx context.Context, id string) ([]string, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT min(COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject)) AS n
+		FROM approvals a JOIN users u ON `+mayDecideSQL("u.subject")+` WHERE a.id = $1 GROUP BY u.subject ORDER BY n`, id)
+	if err != nil {
+		return nil, translate("decider names", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return list, translate("decider names", err)
+}
+
+// PersonName is the display name of the person with subject.
+func (d *DB) PersonName(ctx context.Context, subject string) (string, error) {
+	var n string
+	err := d.Pool.QueryRow(ctx, `SELECT COALESCE(NULLIF(name, ''), NULLIF(email, ''), subject) FROM users WHERE subject = $1
+		ORDER BY id LIMIT 1`, subject).Scan(&n)
+	return n, translate("person name", err)
+}

@@ -80,4 +80,5 @@ var AllActions = []string{
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
 	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
+	ActionEscalated, ActionDelegationStarted, ActionDelegationEnded,
 }

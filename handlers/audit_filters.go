@@ -26,6 +26,7 @@ var auditActionGroups = []struct {
 		approval.ActionPlaybookDisabled, approval.ActionPreapprovalGranted, approval.ActionPreapprovalRevoked, approval.ActionPreapprovalLapsed,
 		approval.ActionRunStarted, approval.ActionRunRefused, approval.ActionAllowedByPreapproval, approval.ActionRefusedInRun}},
 	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionAPIKeyChanged, approval.ActionSignIn, approval.ActionSignOut}},
+	{"Escalation and delegation", []string{approval.ActionEscalated, approval.ActionDelegationStarted, approval.ActionDelegationEnded}},
 }
 
 // actionGroups returns the filter's groups with the chosen actions checked.

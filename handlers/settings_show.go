@@ -9,6 +9,12 @@ import (
 
 // SettingsShow shows the signed-in person's notification settings.
 func (h *Handler) SettingsShow(c echo.Context) error {
+	return h.renderSettings(c, http.StatusOK, views.AwayForm{}, "")
+}
+
+// renderSettings renders /settings with status; away and awayErr are the
+// "While you're away" form's input and why it was refused, if it was.
+func (h *Handler) renderSettings(c echo.Context, status int, away views.AwayForm, awayErr string) error {
 	u := CurrentUser(c)
 	s, err := h.DB.NotificationSettingsFor(c.Request().Context(), u.Subject)
 	if err != nil {
@@ -22,5 +28,10 @@ func (h *Handler) SettingsShow(c echo.Context) error {
 	if v.Devices, err = h.pushDevices(c); err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, views.Settings(v))
+	panel, err := h.awayPanel(c, away, awayErr)
+	if err != nil {
+		return err
+	}
+	v.Away = views.Away(panel)
+	return Render(c, status, views.Settings(v))
 }

@@ -26,6 +26,9 @@ const (
 	Panes = "panes.js"
 	// Batch decides the calls picked in the list in one step.
 	Batch = "batch.js"
+	// Away shows delegation end times in the reader's time zone and sends
+	// it with the "While you're away" form.
+	Away = "away.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

@@ -92,6 +92,9 @@ func (s *Server) userRoutes(user *echo.Group) {
 	user.POST("/settings/email", h.SettingsEmail)
 	user.POST("/settings/push", h.SettingsPushSubscribe)
 	user.POST("/settings/push/:id/remove", h.SettingsPushRemove)
+	// While you're away: a delegate decides for the person until a time.
+	user.POST("/settings/away", h.SettingsAwayStart)
+	user.POST("/settings/away/:id/end", h.SettingsAwayEnd)
 }
 
 // adminRoutes are the admin screens under /admin, and their short names.
@@ -121,6 +124,9 @@ func (s *Server) adminRoutes(user *echo.Group) {
 	admin.POST("/webhooks", h.WebhookCreate)
 	admin.POST("/webhooks/:id/test", h.WebhookSendTestEvent)
 	admin.POST("/webhooks/:id/delete", h.WebhookDelete)
+	// Delegations: admins see who decides for whom, and end them.
+	admin.GET("/delegations", h.AdminDelegationsList)
+	admin.POST("/delegations/:id/end", h.AdminDelegationEnd)
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

@@ -1,0 +1,68 @@
+-- +goose Up
+-- Escalation: a tool's rule may name a backup team and a delay. Each item
+-- keeps the rule it was created under (escalate_to, escalate_after_seconds)
+-- and when it escalates (escalate_at, computed once at creation). The sweep
+-- sets escalated_at once, when the delay passed without an answer; from
+-- then on the backup team may decide too. An escalation that would come at
+-- or after the item's expiry is never due: the expiry wins.
+ALTER TABLE tools
+    ADD COLUMN escalate_to            TEXT NOT NULL DEFAULT '',
+    ADD COLUMN escalate_after_seconds INTEGER CHECK (escalate_after_seconds > 0),
+    ADD CONSTRAINT tools_escalation_whole CHECK ((escalate_to = '') = (escalate_after_seconds IS NULL));
+ALTER TABLE approvals
+    ADD COLUMN escalate_to            TEXT NOT NULL DEFAULT '',
+    ADD COLUMN escalate_after_seconds INTEGER,
+    ADD COLUMN escalate_at            TIMESTAMPTZ,
+    ADD COLUMN escalated_at           TIMESTAMPTZ;
+CREATE INDEX approvals_escalation_due_idx ON approvals (escalate_at)
+    WHERE status = 'pending' AND escalated_at IS NULL AND escalate_at IS NOT NULL;
+
+-- The rule is taken from the tool in the transaction that creates the item
+-- (which holds the tool's policy), so that every writer of pending items
+-- snapshots it without knowing about escalation.
+-- +goose StatementBegin
+CREATE FUNCTION approvals_snapshot_escalation() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT t.escalate_to, t.escalate_after_seconds INTO NEW.escalate_to, NEW.escalate_after_seconds
+        FROM tools t WHERE t.id = NEW.tool_id;
+    NEW.escalate_to := COALESCE(NEW.escalate_to, '');
+    NEW.escalate_at := NULL;
+    NEW.escalated_at := NULL;
+    IF NEW.escalate_to <> '' AND NEW.escalate_after_seconds IS NOT NULL THEN
+        NEW.escalate_at := NEW.created_at + make_interval(secs => NEW.escalate_after_seconds);
+        IF NEW.escalate_at >= NEW.expires_at THEN
+            NEW.escalate_at := NULL;
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+-- +goose StatementEnd
+CREATE TRIGGER approvals_snapshot_escalation BEFORE INSERT ON approvals
+    FOR EACH ROW EXECUTE FUNCTION approvals_snapshot_escalation();
+
+-- Delegation while away: a person names one delegate (someone who has
+-- signed in) until a time. During [starts_at, ends_at) and until it is
+-- ended early, the delegate may decide the person's items. One open
+-- delegation per person; a new one ends the previous.
+CREATE TABLE delegations (
+    id          BIGSERIAL PRIMARY KEY,
+    person_id   BIGINT NOT NULL REFERENCES users (id),
+    delegate_id BIGINT NOT NULL REFERENCES users (id),
+    starts_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+    ends_at     TIMESTAMPTZ NOT NULL,
+    ended_at    TIMESTAMPTZ,
+    ended_by    TEXT NOT NULL DEFAULT '',
+    created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+    CHECK (person_id <> delegate_id),
+    CHECK (ends_at > starts_at)
+);
+CREATE UNIQUE INDEX delegations_one_open_idx ON delegations (person_id) WHERE ended_at IS NULL;
+CREATE INDEX delegations_delegate_idx ON delegations (delegate_id) WHERE ended_at IS NULL;
+
+-- +goose Down
+DROP TABLE delegations;
+DROP TRIGGER approvals_snapshot_escalation ON approvals;
+DROP FUNCTION approvals_snapshot_escalation();
+ALTER TABLE approvals DROP COLUMN escalated_at, DROP COLUMN escalate_at, DROP COLUMN escalate_after_seconds, DROP COLUMN escalate_to;
+ALTER TABLE tools DROP CONSTRAINT tools_escalation_whole, DROP COLUMN escalate_after_seconds, DROP COLUMN escalate_to;

@@ -60,7 +60,68 @@ CREATE TABLE delegations (
 CREATE UNIQUE INDEX delegations_one_open_idx ON delegations (person_id) WHERE ended_at IS NULL;
 CREATE INDEX delegations_delegate_idx ON delegations (delegate_id) WHERE ended_at IS NULL;
 
+-- Who may decide, with escalation and delegation. The rule of 00026 stays
+-- as it is, under its own name (countersign_may_decide_by_rule), and the
+-- one predicate every read uses is rebuilt on top of it:
+--   countersign_may_decide_self  by the item's rule, or as a member of the
+--                                backup team once the item escalated (the
+--                                owner still never counts in a quorum of
+--                                more than one);
+--   countersign_deciding_for     whose place the viewer decides in: the
+--                                viewer's own when they may decide
+--                                themselves, else the person who named
+--                                them delegate, if a delegation holds now
+--                                and that person may decide themselves (no
+--                                chains: a delegate's delegate inherits
+--                                nothing). Never for a quorum rule that
+--                                already counts the delegate (a member of
+--                                the rule's or the backup team, or the
+--                                owner): one vote for the pair. A vote is
+--                                recorded under the subject it returns, so
+--                                a delegate's vote and the person's are the
+--                                same vote;
+--   countersign_may_decide       deciding_for is not NULL.
+ALTER FUNCTION countersign_may_decide(approvals, TEXT) RENAME TO countersign_may_decide_by_rule;
+
+-- +goose StatementBegin
+CREATE FUNCTION countersign_may_decide_self(a approvals, viewer TEXT) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT countersign_may_decide_by_rule(a, viewer)
+        OR (a.escalated_at IS NOT NULL AND a.escalate_to <> '' AND countersign_is_member(a.escalate_to, viewer)
+            AND (a.deciders <> 'quorum' OR a.quorum = 1 OR a.owner_subject <> viewer))
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION countersign_deciding_for(a approvals, viewer TEXT) RETURNS TEXT
+LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN COALESCE(viewer, '') = '' THEN NULL
+        WHEN countersign_may_decide_self(a, viewer) THEN viewer
+        WHEN a.deciders = 'quorum' AND (a.owner_subject = viewer OR countersign_is_member(a.decider_team, viewer)
+            OR (a.escalate_to <> '' AND countersign_is_member(a.escalate_to, viewer))) THEN NULL
+        ELSE (SELECT p.subject FROM delegations d
+                JOIN users g ON g.id = d.delegate_id JOIN users p ON p.id = d.person_id
+                WHERE g.subject = viewer AND p.subject <> viewer
+                  AND d.ended_at IS NULL AND d.starts_at <= now() AND now() < d.ends_at
+                  AND countersign_may_decide_self(a, p.subject)
+                ORDER BY d.id LIMIT 1)
+    END
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION countersign_may_decide(a approvals, viewer TEXT) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT countersign_deciding_for(a, viewer) IS NOT NULL
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION countersign_may_decide(approvals, TEXT);
+DROP FUNCTION countersign_deciding_for(approvals, TEXT);
+DROP FUNCTION countersign_may_decide_self(approvals, TEXT);
+ALTER FUNCTION countersign_may_decide_by_rule(approvals, TEXT) RENAME TO countersign_may_decide;
 DROP TABLE delegations;
 DROP TRIGGER approvals_snapshot_escalation ON approvals;
 DROP FUNCTION approvals_snapshot_escalation();

@@ -69,7 +69,7 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if out, err = getApproval(ctx, tx, id, false); err != nil {
 			return err
 		}
-		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), answerDetail(out, ans, p))); err != nil {
+		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), p.onBehalfOf.detail(answerDetail(out, ans, p)))); err != nil {
 			return err
 		}
 		if err := outboxApproval(ctx, tx, EventApprovalDecided, out); err != nil {
@@ -87,15 +87,21 @@ type answerPlan struct {
 	standing bool
 	length   time.Duration
 	sc       chosenScope
+	// onBehalfOf is the person a delegate decides for ("": themselves).
+	onBehalfOf delegator
 }
 
-// planAnswer checks that reviewer owns item a and that the answer is
-// offered, and reads the grant's length and scope the answer asks for.
+// planAnswer checks that reviewer may decide item a (and in whose place)
+// and that the answer is offered, and reads the grant's length and scope the answer asks for.
 func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer) (answerPlan, error) {
 	dec := ans.Decision
 	var p answerPlan
-	if a.OwnerSubject != reviewer.Subject {
-		return p, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	var err error
+	if p.onBehalfOf, err = decidingFor(ctx, tx, a.ID, reviewer.Subject); err != nil {
+		return p, err
+	}
+	if p.onBehalfOf.Subject != "" && dec != approval.Approve && dec != approval.Reject {
+		return p, errDelegateStanding
 	}
 	p.standing = dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching
 	if !approval.Offered(dec, a.AvailableDecisions) {
@@ -104,7 +110,6 @@ func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans A
 		}
 		return p, approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
 	}
-	var err error
 	if p.standing {
 		if err := holdStandingOffered(ctx, tx, a.ToolID, dec); err != nil {
 			return p, err

@@ -52,6 +52,11 @@ type Approval struct {
 	// Diff is the preview of the diff the runtime computed; nil when it
 	// sent none.
 	Diff *approval.DiffPreview `db:"context_diff"`
+	// Escalation is the rule snapshotted when the item was created (team
+	// and delay; "" when none), and when it escalated (nil: not yet).
+	EscalateTo           string     `db:"escalate_to"`
+	EscalateAfterSeconds *int32     `db:"escalate_after_seconds"`
+	EscalatedAt          *time.Time `db:"escalated_at"`
 	// ExpiresIn is how long the item had left when it was read, by the
 	// database's clock (zero once due). Waits use it, never ExpiresAt
 	// against this process's clock, which may disagree with the database's.
@@ -98,7 +103,8 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 	s.read_only_hint_shown AS read_only_hint, s.destructive_hint_shown AS destructive_hint,
 	s.open_world_hint_shown AS open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in, COALESCE(k.name, '') AS api_key_name,
-	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff
+	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff,
+	a.escalate_to, a.escalate_after_seconds, a.escalated_at
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
 	LEFT JOIN api_keys k ON k.id = a.api_key_id
 	CROSS JOIN LATERAL (SELECT COALESCE(a.shown_tool_display, t.display_name) AS tool_display_shown,
@@ -144,15 +150,17 @@ func (d *DB) ApprovalForKey(ctx context.Context, id string, key APIKey) (Approva
 	return a, translate("get approval", err)
 }
 
-// ApprovalForOwner returns the item if subject owns it.
+// ApprovalForOwner returns the item if subject may decide it (the one
+// predicate, countersign_may_decide: its owner, its rule's deciders, the
+// backup team once escalated, a delegate while the delegation holds).
 func (d *DB) ApprovalForOwner(ctx context.Context, id, subject string) (Approval, error) {
 	var a Approval
 	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
 		a, err = getApproval(ctx, tx, id, false)
 		return err
 	})
-	if err == nil && a.OwnerSubject != subject {
-		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	if err == nil {
+		err = mayDecide(ctx, d.Pool, id, subject)
 	}
 	return a, translate("get approval", err)
 }
@@ -167,7 +175,7 @@ const PendingLimit = 200
 // PendingLimit, the ones that expire last are left out.
 func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
-		WHERE a.owner_subject = $1 AND a.status = 'pending' AND a.expires_at > now()
+		WHERE a.status = 'pending' AND a.expires_at > now() AND countersign_may_decide(a, $1)
 		ORDER BY a.expires_at, a.created_at, a.id LIMIT $2`, subject, PendingLimit))
 	return list, translate("list pending", err)
 }

@@ -46,16 +46,26 @@ func (e *Email) Name() string { return "email" }
 func (e *Email) GroupByTarget() bool { return true }
 
 // Targets implements Channel: a new pending item is mailed to its owner,
-// if they have a verified address and did not turn mail off.
+// an escalated one to its backup team's members, each if they have a
+// verified address and did not turn mail off.
 func (e *Email) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
+	if escalated(ev) {
+		return escalationTargets(ctx, e.db, ev, func(subject string) ([]Target, error) { return e.personTargets(ctx, subject) })
+	}
 	if ev.Kind != db.EventApprovalRequested || ev.Owner == "" {
 		return nil, nil
 	}
-	r, ok, err := e.db.MailRecipientFor(ctx, ev.Owner, e.now())
+	return e.personTargets(ctx, ev.Owner)
+}
+
+// personTargets is subject's mail, if they have a verified address and did
+// not turn mail off.
+func (e *Email) personTargets(ctx context.Context, subject string) ([]Target, error) {
+	r, ok, err := e.db.MailRecipientFor(ctx, subject, e.now())
 	if err != nil || !ok || !r.Enabled {
 		return nil, err
 	}
-	return []Target{{ID: ev.Owner, NotBefore: e.groupUntil(r)}}, nil
+	return []Target{{ID: subject, NotBefore: e.groupUntil(r)}}, nil
 }
 
 // groupUntil is when a new item's mail may go: with the mail already

@@ -64,12 +64,21 @@ func (p *Push) Name() string { return "push" }
 // TargetsDependOnKindAndOwnerOnly: see SameForKindAndOwner.
 func (*Push) TargetsDependOnKindAndOwnerOnly() {}
 
-// Targets implements Channel: every device of a new pending item's owner.
+// Targets implements Channel: every device of a new pending item's owner,
+// or of an escalated item's backup team members.
 func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
+	if escalated(ev) {
+		return escalationTargets(ctx, p.db, ev, func(subject string) ([]Target, error) { return p.devices(ctx, subject) })
+	}
 	if ev.Kind != db.EventApprovalRequested || ev.Owner == "" {
 		return nil, nil
 	}
-	subs, err := p.db.PushSubscriptionsOf(ctx, ev.Owner)
+	return p.devices(ctx, ev.Owner)
+}
+
+// devices are subject's push devices.
+func (p *Push) devices(ctx context.Context, subject string) ([]Target, error) {
+	subs, err := p.db.PushSubscriptionsOf(ctx, subject)
 	if err != nil {
 		return nil, err
 	}

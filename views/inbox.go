@@ -48,6 +48,9 @@ type ApprovalCard struct {
 	// arguments (by digest). The list offers to select them all for a
 	// batch.
 	LikeKey string
+	// Away says whom the viewer decides for and whether the call was
+	// escalated (views/away.templ).
+	Away AwayNote
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

@@ -161,6 +161,8 @@ type Policy struct {
 	// Matchable offers "Always allow calls like this" even where standing
 	// approval is not offered (the default for shell tools).
 	Matchable bool
+	// Escalation names a backup team and a delay (approval/away.go).
+	Escalation Escalation
 }
 
 // Blocks reports whether p refuses every call: the mode is block, or a

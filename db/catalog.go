@@ -52,6 +52,11 @@ type Tool struct {
 	// Matchable offers "Always allow calls like this" where standing
 	// approval is not offered.
 	Matchable bool `db:"matchable"`
+	// The escalation rule (db/escalation.go): team and delay, or none.
+	// Read with the policy (toolByID, ListPolicies), not by the check:
+	// each item takes it from the tool as it is created.
+	EscalateTo           string `db:"-"`
+	EscalateAfterSeconds *int32 `db:"-"`
 }
 
 // Annotations are the tool's hints.

@@ -103,3 +103,53 @@ func (d *DB) RunEscalations(ctx context.Context, log *slog.Logger, every time.Du
 		}
 	}
 }
+
+// Escalation is the tool's escalation rule.
+func (t Tool) Escalation() approval.Escalation {
+	if t.EscalateTo == "" || t.EscalateAfterSeconds == nil {
+		return approval.Escalation{}
+	}
+	return approval.Escalation{Team: t.EscalateTo, After: time.Duration(*t.EscalateAfterSeconds) * time.Second}
+}
+
+// setEscalation stores a tool's escalation rule inside the policy change's
+// transaction. The backup team must exist: a rule naming no team would
+// escalate to nobody.
+func setEscalation(ctx context.Context, tx pgx.Tx, toolID int64, e approval.Escalation) error {
+	var secs *int32
+	if e.On() {
+		var known bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM teams WHERE name = $1)`, e.Team).Scan(&known); err != nil {
+			return err
+		}
+		if !known {
+			return approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidEscalation, "There is no team named %q.", e.Team)
+		}
+		s := int32(e.After / time.Second)
+		secs = &s
+	}
+	_, err := tx.Exec(ctx, `UPDATE tools SET escalate_to = $2, escalate_after_seconds = $3 WHERE id = $1`, toolID, e.Team, secs)
+	return err
+}
+
+// escalationDetail adds t's escalation rule to a policy audit detail.
+func escalationDetail(t Tool, d map[string]any) {
+	if e := t.Escalation(); e.On() {
+		d["escalate_to"], d["escalate_after_seconds"] = e.Team, int64(e.After/time.Second)
+	}
+}
+
+// BackupTeamChoices lists the teams an escalation rule may name, by name.
+func (d *DB) BackupTeamChoices(ctx context.Context) ([]string, error) {
+	rows, err := d.Pool.Query(ctx, `SELECT name FROM teams ORDER BY name`)
+	if err != nil {
+		return nil, translate("backup team choices", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return list, translate("backup team choices", err)
+}
+
+// readEscalation fills t's escalation rule.
+func readEscalation(ctx context.Context, q rowQuerier, t *Tool) error {
+	return q.QueryRow(ctx, `SELECT escalate_to, escalate_after_seconds FROM tools WHERE id = $1`, t.ID).Scan(&t.EscalateTo, &t.EscalateAfterSeconds)
+}

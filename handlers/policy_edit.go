@@ -21,6 +21,7 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 	}
 	f.Mode, f.Standing, f.Condition, f.Version = approval.Mode(t.Mode), t.StandingApproval, t.Condition, t.PolicyVersion
 	f.MaxGrant, f.Matchable = t.MaxGrant(), t.Matchable
+	f.Escalation.Team, f.Escalation.After = escalationInput(t.Escalation())
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
 	if err != nil {
 		return err
@@ -54,5 +55,6 @@ func (h *Handler) policyForm(c echo.Context, t db.Tool) (views.PolicyForm, error
 			GrantedAt: g.CreatedAt, EndsAt: g.ExpiresAt, LastUsedAt: g.LastUsedAt})
 	}
 	f.Now = h.Now()
-	return f, nil
+	f.Escalation.Teams, err = h.DB.BackupTeamChoices(c.Request().Context())
+	return f, err
 }

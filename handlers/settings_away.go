@@ -16,7 +16,7 @@ import (
 // signed-in person, with form and msg when a delegation was refused.
 func (h *Handler) awayPanel(c echo.Context, form views.AwayForm, msg string) (views.AwayPanel, error) {
 	ctx, u := c.Request().Context(), CurrentUser(c)
-	v := views.AwayPanel{Now: h.Now(), Form: form, Error: msg}
+	v := views.AwayPanel{Now: h.Now(), Form: form, Error: msg, IsAdmin: u.IsAdmin}
 	v.CSRFToken, _ = c.Get(CtxCSRF).(string)
 	cur, ok, err := h.DB.DelegationOf(ctx, u.ID)
 	if err != nil {

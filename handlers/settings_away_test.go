@@ -108,6 +108,12 @@ func TestSettingsAway(t *testing.T) {
 	d, _, _ = l.DB.DelegationOf(ctx, maya.ID)
 	admin := l.NewBrowser()
 	admin.SignIn("admin")
+	if _, a := admin.Get("/settings"); !contains(a, `data-testid="admin-delegations-link"`) {
+		t.Fatal("no link to the admin page on an admin's settings")
+	}
+	if _, m := l.Member.Get("/settings"); contains(m, `data-testid="admin-delegations-link"`) {
+		t.Fatal("a member's settings link to the admin page")
+	}
 	_, body = admin.Get("/admin/delegations")
 	if !contains(body, `data-testid="delegations-open"`) || !contains(body, "Sam Delegate") || !contains(body, "/admin/delegations/"+itoa(d.ID)+"/end") {
 		t.Fatalf("admin page:\n%s", body)

@@ -76,7 +76,6 @@ func (p Page) adminNav() []navItem {
 		{"insights", "Insights", "/admin/insights"},
 		{"api-keys", "API keys", "/admin/api-keys"},
 		{"webhooks", "Webhooks", "/admin/webhooks"},
-		{"delegations", "Delegations", "/admin/delegations"},
 	}
 }
 

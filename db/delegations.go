@@ -77,9 +77,13 @@ func (d *DB) StartDelegation(ctx context.Context, person User, delegateEmail str
 		if out, err = delegationByID(ctx, tx, id); err != nil {
 			return err
 		}
-		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: person.Actor(), Action: approval.ActionDelegationStarted,
+		if err := RecordAudit(ctx, tx, approval.AuditEvent{Actor: person.Actor(), Action: approval.ActionDelegationStarted,
 			Detail: map[string]any{"person": out.PersonSubject, "delegate": out.DelegateSubject,
-				"delegate_name": out.DelegateName, "until": out.EndsAt.UTC().Format(time.RFC3339)}})
+				"delegate_name": out.DelegateName, "until": out.EndsAt.UTC().Format(time.RFC3339)}}); err != nil {
+			return err
+		}
+		// The delegate's open inbox re-reads what they may decide.
+		return notify(ctx, tx, Change{Owner: out.DelegateSubject})
 	})
 	return out, translate("start delegation", err)
 }
@@ -142,6 +146,9 @@ func endDelegations(ctx context.Context, tx pgx.Tx, actor approval.Actor, where 
 		if err := RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionDelegationEnded,
 			Detail: map[string]any{"person": dl.PersonSubject, "delegate": dl.DelegateSubject, "delegate_name": dl.DelegateName,
 				"was_until": dl.EndsAt.UTC().Format(time.RFC3339)}}); err != nil {
+			return n, err
+		}
+		if err := notify(ctx, tx, Change{Owner: dl.DelegateSubject}); err != nil {
 			return n, err
 		}
 	}

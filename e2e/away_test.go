@@ -94,6 +94,14 @@ func TestAwayPanel(t *testing.T) {
 		t.Fatalf("a delegate is offered %d standing answers", n)
 	}
 	screenshot(t, admin, "inbox-deciding-for")
+	// The delegate's open inbox hears of Maya's next call without a reload.
+	go func() {
+		_, _ = rt.Gate(waiting, client.Call{CallID: "away-2", User: dev.DemoMember.Subject, ConversationID: "c", TurnID: "t",
+			Connector: "mail", Tool: "send_email", Arguments: `{"to":"b@example.org"}`})
+	}()
+	if _, err := chromedp.Run(admin, chromedp.Poll[bool](`document.querySelectorAll('[data-testid="approval-card"]').length === 2`)); err != nil {
+		t.Fatalf("Maya's second call did not reach her delegate's open inbox: %v", err)
+	}
 	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/delegations"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="delegations-open"]`))); err != nil {
 		t.Fatal(err)

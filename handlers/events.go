@@ -41,6 +41,7 @@ func (h *Handler) Events(c echo.Context) error {
 	ctx := c.Request().Context()
 	sub := h.Hub.Subscribe(db.OwnerKey(u.Subject))
 	defer sub.Close()
+	defer h.followDelegations(c, sub)()
 
 	pending, err := h.DB.PendingFor(ctx, u.Subject)
 	if err != nil {

@@ -122,7 +122,7 @@ func TestEscalation(t *testing.T) {
 	}
 
 	m := mailTo(t, mc, demoOtto.Email)
-	if !contains(m.Body, l.BaseURL+"/approvals/"+item) || contains(string(m.Raw), "qv-escalate-5521") {
+	if !contains(m.Body, l.BaseURL+"/approvals/"+item) || !contains(m.Body, "Escalated: nobody answered in time") || contains(string(m.Raw), "qv-escalate-5521") {
 		t.Fatalf("escalation mail:\n%s", m.Raw)
 	}
 	var escalatedAt *time.Time

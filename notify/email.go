@@ -165,6 +165,9 @@ func ComposeMail(base *url.URL, items []db.Delivery) (subject, body string) {
 		if d.ExpiresAt != nil {
 			fmt.Fprintf(&b, "Expires:   %s\n", d.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 		}
+		if d.Kind == db.EventApprovalEscalated {
+			b.WriteString("Escalated: nobody answered in time, so your team may decide it too.\n")
+		}
 		fmt.Fprintf(&b, "Review:    %s\n\n", Link(base, d.ApprovalID))
 	}
 	b.WriteString("Open the link, sign in, and decide there: the page shows the exact call.\n")

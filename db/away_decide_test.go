@@ -26,14 +26,14 @@ func TestMayDecideAway(t *testing.T) {
 			('i', 'tess', 'Tess'), ('i', 'otto', 'Otto'), ('i', 'una', 'Una')`,
 		// Maya → Sam, holding now; Sam → Tess (a chain Tess must not inherit);
 		// Una → Finn, ended early; Otto → Una, ran out.
-		`INSERT INTO delegations (person_id, delegate_id, ends_at)
-			SELECT p.id, g.id, now() + interval '1 hour' FROM users p, users g WHERE p.subject = 'maya' AND g.subject = 'sam'`,
-		`INSERT INTO delegations (person_id, delegate_id, ends_at)
-			SELECT p.id, g.id, now() + interval '1 hour' FROM users p, users g WHERE p.subject = 'sam' AND g.subject = 'tess'`,
-		`INSERT INTO delegations (person_id, delegate_id, ends_at, ended_at)
-			SELECT p.id, g.id, now() + interval '1 hour', now() FROM users p, users g WHERE p.subject = 'finn' AND g.subject = 'una'`,
-		`INSERT INTO delegations (person_id, delegate_id, starts_at, ends_at)
-			SELECT p.id, g.id, now() - interval '2 hours', now() - interval '1 second' FROM users p, users g WHERE p.subject = 'otto' AND g.subject = 'una'`,
+		`INSERT INTO delegations (person_id, delegate_id, person_subject, delegate_subject, ends_at)
+			SELECT p.id, g.id, p.subject, g.subject, now() + interval '1 hour' FROM users p, users g WHERE p.subject = 'maya' AND g.subject = 'sam'`,
+		`INSERT INTO delegations (person_id, delegate_id, person_subject, delegate_subject, ends_at)
+			SELECT p.id, g.id, p.subject, g.subject, now() + interval '1 hour' FROM users p, users g WHERE p.subject = 'sam' AND g.subject = 'tess'`,
+		`INSERT INTO delegations (person_id, delegate_id, person_subject, delegate_subject, ends_at, ended_at)
+			SELECT p.id, g.id, p.subject, g.subject, now() + interval '1 hour', now() FROM users p, users g WHERE p.subject = 'finn' AND g.subject = 'una'`,
+		`INSERT INTO delegations (person_id, delegate_id, person_subject, delegate_subject, starts_at, ends_at)
+			SELECT p.id, g.id, p.subject, g.subject, now() - interval '2 hours', now() - interval '1 second' FROM users p, users g WHERE p.subject = 'otto' AND g.subject = 'una'`,
 	}
 	for _, s := range setup {
 		if _, err := store.Pool.Exec(ctx, s); err != nil {

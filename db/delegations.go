@@ -54,15 +54,16 @@ func (d *DB) StartDelegation(ctx context.Context, person User, delegateEmail str
 			return err
 		}
 		var delegateID int64
-		err := tx.QueryRow(ctx, `SELECT id FROM users WHERE lower(email) = lower($1) AND email_verified AND email <> ''
-			ORDER BY last_seen_at DESC LIMIT 1`, delegateEmail).Scan(&delegateID)
+		var delegateSubject string
+		err := tx.QueryRow(ctx, `SELECT id, subject FROM users WHERE lower(email) = lower($1) AND email_verified AND email <> ''
+			ORDER BY last_seen_at DESC LIMIT 1`, delegateEmail).Scan(&delegateID, &delegateSubject)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoSuchDelegate
 		}
 		if err != nil {
 			return err
 		}
-		if delegateID == person.ID {
+		if delegateID == person.ID || delegateSubject == person.Subject {
 			return approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidDelegation,
 				"You cannot name yourself: choose someone who decides for you while you are away.")
 		}
@@ -70,8 +71,8 @@ func (d *DB) StartDelegation(ctx context.Context, person User, delegateEmail str
 			return err
 		}
 		var id int64
-		if err := tx.QueryRow(ctx, `INSERT INTO delegations (person_id, delegate_id, ends_at) VALUES ($1, $2, $3) RETURNING id`,
-			person.ID, delegateID, until).Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, `INSERT INTO delegations (person_id, delegate_id, person_subject, delegate_subject, ends_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`, person.ID, delegateID, person.Subject, delegateSubject, until).Scan(&id); err != nil {
 			return err
 		}
 		if out, err = delegationByID(ctx, tx, id); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,5 +198,35 @@ func TestEscalationExpiryWins(t *testing.T) {
 	}
 	if strings.Contains(l.Logs(), "escalation sweep") {
 		t.Fatalf("the sweep failed:\n%s", l.Logs())
+	}
+}
+
+// Many sweeps at once (several instances, the background one included)
+// escalate an item once: one audit line, one event.
+func TestEscalationOnceUnderConcurrency(t *testing.T) {
+	l := newLoop(t)
+	l.withOncall(t)
+	item := l.pending(t, l.call("mail", "send_email", `{"to":"a@example.org"}`))
+	if _, err := l.DB.Pool.Exec(context.Background(), `UPDATE approvals SET escalate_to = 'oncall', escalate_after_seconds = 1,
+		escalate_at = now() WHERE id = $1`, item); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.DB.EscalateDue(context.Background(), 10); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(300 * time.Millisecond) // the background sweep's turn too
+	if n := l.auditCount(t, item, "escalated"); n != 1 {
+		t.Fatalf("escalated lines: %d", n)
+	}
+	if n := count(t, l.Env, `SELECT count(*) FROM notification_events WHERE approval_id = $1 AND kind = 'approval.escalated'`, item); n != 1 {
+		t.Fatalf("escalation events: %d", n)
 	}
 }

@@ -121,3 +121,54 @@ func berlin(t *testing.T) *time.Location {
 	}
 	return loc
 }
+
+// Escalation, as people see it: the admin sets a backup team and a delay on
+// the policy form; Avery (on call) has her inbox open; a minute's wait is
+// too long for a test, so the delay is one second: Maya's call appears in
+// Avery's open inbox once it escalates, marked "Escalated to oncall after
+// 1 second".
+func TestEscalationCard(t *testing.T) {
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	admin := newTab(t)
+	signIn(t, admin, e, "admin")
+	for _, s := range []string{`INSERT INTO teams (name, source) VALUES ('oncall', 'admin')`,
+		`INSERT INTO team_members (team, subject, source) VALUES ('oncall', 'demo-admin', 'admin')`} {
+		if _, err := e.DB.Pool.Exec(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/admin/policies"),
+		chromedp.Click(chromedp.CSS(`tr[data-tool="send_email"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="escalation-field"]`)),
+		chromedp.SetValue(chromedp.CSS(`#escalate-to`), "oncall"),
+		chromedp.SendKeys(chromedp.CSS(`#escalate-after`), "1s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, admin, "policy-escalation")
+	if err := chromedp.Do(admin, chromedp.Click(chromedp.CSS(`button[value="save"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, admin, `.flash`); !strings.Contains(got, "escalation added: to oncall after 1 second") {
+		t.Fatalf("flash: %q", got)
+	}
+	if err := chromedp.Do(admin, chromedp.Navigate(e.BaseURL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="user-name"]`)),
+		chromedp.Sleep(500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	waiting, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() {
+		_, _ = rt.Gate(waiting, client.Call{CallID: "esc-1", User: dev.DemoMember.Subject, ConversationID: "c", TurnID: "t",
+			Connector: "mail", Tool: "send_email", Arguments: `{"to":"a@example.org"}`})
+	}()
+	if _, err := chromedp.Run(admin, chromedp.Poll[bool](`!!document.querySelector('[data-testid="escalated"]')`)); err != nil {
+		t.Fatalf("the escalated call did not reach the backup's open inbox: %v", err)
+	}
+	if got := text(t, admin, `[data-testid="escalated"]`); !strings.Contains(got, "Escalated to oncall after 1 second") {
+		t.Fatalf("card: %q", got)
+	}
+	screenshot(t, admin, "inbox-escalated")
+}

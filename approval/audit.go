@@ -89,6 +89,7 @@ var AllActions = []string{
 	// Passkeys and step-up approvals (ProofActions).
 	ActionProofRefused, ActionPasskeyAdded, ActionPasskeyRemoved, ActionPasskeysReset,
 	ActionTeamCreated, ActionTeamChanged, ActionTeamMemberAdded, ActionTeamMemberRemoved,
+	ActionEscalated, ActionDelegationStarted, ActionDelegationEnded,
 }
 
 // Audit actions of teams (who decides). A team's membership from the

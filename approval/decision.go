@@ -165,6 +165,8 @@ type Policy struct {
 	// args, optional) chooses it per call (see ChooseRule).
 	Rule              DeciderRule
 	DecidersCondition string
+	// Escalation names a backup team and a delay (approval/away.go).
+	Escalation Escalation
 }
 
 // Blocks reports whether p refuses every call: the mode is block, or a

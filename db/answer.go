@@ -83,7 +83,7 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 		if out, err = getApproval(ctx, tx, id, false); err != nil {
 			return err
 		}
-		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), answerDetail(out, ans, p))); err != nil {
+		if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), p.onBehalfOf.detail(answerDetail(out, ans, p)))); err != nil {
 			return err
 		}
 		if err := linkReceipt(ctx, tx, p.receipt, id); err != nil { // passkey step-up (issue 33)
@@ -106,18 +106,22 @@ type answerPlan struct {
 	length   time.Duration
 	sc       chosenScope
 	receipt  *proofReceipt // passkey step-up (issue 33); nil: none needed
+	// onBehalfOf is the person a delegate decides for ("": themselves).
+	onBehalfOf delegator
 }
 
-// planAnswer checks that reviewer may decide item a (countersign_may_decide) and that the answer is
-// offered, and reads the grant's length and scope the answer asks for.
+// planAnswer checks that reviewer may decide item a (countersign_may_decide,
+// and in whose place) and that the answer is offered, and reads the grant's
+// length and scope the answer asks for.
 func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer) (answerPlan, error) {
 	dec := ans.Decision
 	var p answerPlan
-	if ok, err := mayDecide(ctx, tx, a.ID, reviewer.Subject); err != nil || !ok {
-		if err == nil {
-			err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
-		}
+	var err error
+	if p.onBehalfOf, err = decidingFor(ctx, tx, a.ID, reviewer.Subject); err != nil {
 		return p, err
+	}
+	if p.onBehalfOf.Subject != "" && dec != approval.Approve && dec != approval.Reject {
+		return p, errDelegateStanding
 	}
 	p.standing = dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching
 	if !approval.Offered(dec, a.AvailableDecisions) {
@@ -126,7 +130,6 @@ func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans A
 		}
 		return p, approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
 	}
-	var err error
 	if p.standing {
 		if err := holdStandingOffered(ctx, tx, a.ToolID, dec); err != nil {
 			return p, err

@@ -52,6 +52,11 @@ type Approval struct {
 	// Diff is the preview of the diff the runtime computed; nil when it
 	// sent none.
 	Diff *approval.DiffPreview `db:"context_diff"`
+	// Escalation is the rule snapshotted when the item was created (team
+	// and delay; "" when none), and when it escalated (nil: not yet).
+	EscalateTo           string     `db:"escalate_to"`
+	EscalateAfterSeconds *int32     `db:"escalate_after_seconds"`
+	EscalatedAt          *time.Time `db:"escalated_at"`
 	// ExpiresIn is how long the item had left when it was read, by the
 	// database's clock (zero once due). Waits use it, never ExpiresAt
 	// against this process's clock, which may disagree with the database's.
@@ -123,7 +128,8 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 		WHERE r.approval_id = a.id), '') AS proof_passkey,
 	a.deciders, COALESCE(a.decider_team, '') AS decider_team, a.quorum, COALESCE(a.owner_team, '') AS owner_team,
 	CASE WHEN a.deciders = 'quorum' THEN (SELECT count(*) FROM approval_votes v
-		WHERE v.approval = a.id AND v.decision = 'approve')::int ELSE 0 END AS approvals_in
+		WHERE v.approval = a.id AND v.decision = 'approve')::int ELSE 0 END AS approvals_in,
+	a.escalate_to, a.escalate_after_seconds, a.escalated_at
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
 	LEFT JOIN api_keys k ON k.id = a.api_key_id
 	CROSS JOIN LATERAL (SELECT COALESCE(a.shown_tool_display, t.display_name) AS tool_display_shown,
@@ -186,13 +192,6 @@ func (d *DB) ApprovalForViewer(ctx context.Context, id, subject string) (Approva
 		return Approval{}, translate("get approval", err)
 	}
 	return list[0], nil
-}
-
-// mayDecide reports, inside tx, whether subject may decide item id.
-func mayDecide(ctx context.Context, tx pgx.Tx, id, subject string) (bool, error) {
-	var ok bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM approvals a WHERE a.id = $1 AND `+mayDecideSQL("$2")+`)`, id, subject).Scan(&ok)
-	return ok, err
 }
 
 // DecidersOf lists the people (subjects of signed-in users) who may decide

@@ -62,6 +62,11 @@ type Tool struct {
 	DeciderTeam       *string `db:"decider_team"`
 	Quorum            int     `db:"quorum"`
 	DecidersCondition string  `db:"deciders_condition"`
+	// The escalation rule (db/escalation.go): team and delay, or none.
+	// Read with the policy (toolByID, ListPolicies), not by the check:
+	// each item takes it from the tool as it is created.
+	EscalateTo           string `db:"-"`
+	EscalateAfterSeconds *int32 `db:"-"`
 }
 
 // Rule is the tool's approver rule.

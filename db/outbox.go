@@ -26,7 +26,7 @@ const (
 )
 
 // EventKinds are the kinds a webhook can subscribe to, in display order.
-var EventKinds = []string{EventApprovalRequested, EventApprovalDecided, EventApprovalExpired,
+var EventKinds = []string{EventApprovalRequested, EventApprovalEscalated, EventApprovalDecided, EventApprovalExpired,
 	EventApprovalCancelled, EventPreapprovalLapsed, EventPolicyChanged, EventAuditCheckpoint}
 
 // NotificationEvent is one row of the outbox: a committed change that

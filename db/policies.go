@@ -54,6 +54,9 @@ func toolByID(ctx context.Context, tx pgx.Tx, id int64, lock bool) (Tool, error)
 	if err == pgx.ErrNoRows {
 		return Tool{}, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such tool.")
 	}
+	if err == nil {
+		err = readEscalation(ctx, tx, &t)
+	}
 	return t, err
 }
 
@@ -131,6 +134,9 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 			deciders_condition = $10, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,
 			toolID, string(p.Mode), p.StandingApproval, p.Condition, maxGrantSeconds(p.MaxGrant), p.Matchable,
 			string(rule.Deciders), rule.Team, rule.Quorum, p.DecidersCondition); err != nil {
+			return err
+		}
+		if err := setEscalation(ctx, tx, toolID, p.Escalation); err != nil {
 			return err
 		}
 		if out, err = toolByID(ctx, tx, toolID, false); err != nil {
@@ -213,6 +219,7 @@ func policyDetail(t Tool) map[string]any {
 	if t.MaxGrantSeconds != nil {
 		d["max_grant_seconds"] = *t.MaxGrantSeconds
 	}
+	escalationDetail(t, d)
 	return d
 }
 

@@ -28,6 +28,7 @@ var auditActionGroups = []struct {
 	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionAPIKeyChanged, approval.ActionSignIn, approval.ActionSignOut}},
 	{"Passkeys", approval.ProofActions},
 	{"Teams", []string{approval.ActionTeamCreated, approval.ActionTeamChanged, approval.ActionTeamMemberAdded, approval.ActionTeamMemberRemoved}},
+	{"Escalation and delegation", []string{approval.ActionEscalated, approval.ActionDelegationStarted, approval.ActionDelegationEnded}},
 }
 
 // actionGroups returns the filter's groups with the chosen actions checked.

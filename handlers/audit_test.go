@@ -102,13 +102,24 @@ func TestAuditScenario(t *testing.T) {
 	admin.PostForm("/admin/teams/description", url.Values{"team": {"audit-team"}, "description": {"Reviews"}})             // team changed
 	admin.PostForm("/admin/teams/members", url.Values{"team": {"audit-team"}, "subject": {dev.DemoMember.Subject}})        // team member added
 	admin.PostForm("/admin/teams/members/remove", url.Values{"team": {"audit-team"}, "subject": {dev.DemoMember.Subject}}) // team member removed
+	if _, err := l.DB.Pool.Exec(ctx, `INSERT INTO teams (name, source) VALUES ('oncall', 'admin')`); err != nil {
+		t.Fatal(err)
+	}
+	esc := l.pending(t, conv("c7", l.call("files", "upload_file", args(3)))) // requested
+	_, _ = l.DB.Pool.Exec(ctx, `UPDATE approvals SET escalate_to = 'oncall', escalate_after_seconds = 1, escalate_at = now() WHERE id = $1`, esc)
+	if _, err := l.DB.EscalateDue(ctx, 10); err != nil { // escalated
+		t.Fatal(err)
+	}
+	l.Member.PostForm("/settings/away", url.Values{"delegate_email": {dev.DemoAdmin.Email}, "until": {awayUntil(time.Hour)}}) // delegation started
+	d, _, _ := l.DB.DelegationOf(ctx, l.User(dev.DemoMember.Subject).ID)
+	admin.PostForm("/admin/delegations/"+itoa(d.ID)+"/end", url.Values{}) // delegation ended
 	keys, _ := l.DB.ListAPIKeys(ctx)
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/first-time-users", url.Values{"allow": {"no"}}) // api key changed
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}})        // api key revoked
 	l.Member.PostForm("/auth/logout", url.Values{})                                                      // sign-out
 
 	want := map[string]int{
-		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 8, "approved": 1, "claimed": 1,
+		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 9, "approved": 1, "claimed": 1,
 		"approved for conversation": 1, "auto-approved by conversation grant": 1, "always allowed": 1,
 		"auto-approved by Always allow": 1, "always allowed calls like this": 1, "auto-approved by a scoped grant": 1, "rejected": 2, "blocked after repeated rejections": 1, "expired": 1,
 		"cancelled": 1, "grant revoked": 1, "grant expired": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
@@ -116,6 +127,7 @@ func TestAuditScenario(t *testing.T) {
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
 		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
 		"tool registered": 1, "team created": 1, "team changed": 1, "team member added": 1, "team member removed": 1, "allowed by policy": 1,
+		"escalated": 1, "delegation started": 1, "delegation ended": 1,
 		// passkeyScenario: one more request and policy change.
 		"passkey added": 2, "passkey removed": 1, "passkeys reset": 1, "approval refused without passkey": 1,
 	}

@@ -51,6 +51,7 @@ func (h *Handler) Events(c echo.Context) error {
 	}
 	sub := h.Hub.Subscribe(db.OwnerKey(u.Subject), keys...)
 	defer sub.Close()
+	defer h.followDelegations(c, sub)()
 
 	pending, err := h.DB.PendingFor(ctx, u.Subject)
 	if err != nil {

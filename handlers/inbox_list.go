@@ -83,6 +83,7 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 		card.Destination = views.DestinationOf(a.Preview)
 		card.Recipients = views.Recipients(a.Preview)
 	}
+	h.awayNote(c, a, &card)
 	return card
 }
 

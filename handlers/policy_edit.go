@@ -25,6 +25,7 @@ func (h *Handler) PolicyEdit(c echo.Context) error {
 	if f.Deciders, err = h.decidersOfTool(c.Request().Context(), t); err != nil {
 		return err
 	}
+	f.Escalation.Team, f.Escalation.After = escalationInput(t.Escalation())
 	impact, err := h.DB.PolicyImpact(c.Request().Context(), t.ID)
 	if err != nil {
 		return err
@@ -58,5 +59,6 @@ func (h *Handler) policyForm(c echo.Context, t db.Tool) (views.PolicyForm, error
 			GrantedAt: g.CreatedAt, EndsAt: g.ExpiresAt, LastUsedAt: g.LastUsedAt})
 	}
 	f.Now = h.Now()
-	return f, nil
+	f.Escalation.Teams, err = h.DB.BackupTeamChoices(c.Request().Context())
+	return f, err
 }

@@ -57,6 +57,10 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 		f.Error = "Choose the longest standing grant from the list."
 		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
 	}
+	esc, ok := h.escalationParam(c, t, &f)
+	if !ok {
+		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
+	}
 	if !f.Mode.Valid() {
 		f.Error = "Choose a mode: allow, require approval or block."
 		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
@@ -68,13 +72,13 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 		}
 	}
 	p := approval.Policy{Mode: f.Mode, StandingApproval: f.Standing, Condition: f.Condition, MaxGrant: f.MaxGrant, Matchable: f.Matchable,
-		Rule: rule, DecidersCondition: rulePicks}
+		Rule: rule, DecidersCondition: rulePicks, Escalation: esc}
 	if action == "test" {
 		f.TestResult, f.TestTone = testPolicy(p, f.Sample)
 		return Render(c, http.StatusOK, views.PolicyEdit(f))
 	}
 	if p.Mode == approval.Mode(t.Mode) && p.StandingApproval == t.StandingApproval && p.Condition == t.Condition && p.MaxGrant == t.MaxGrant() &&
-		p.Matchable == t.Matchable && decidersChanged(t, rule, rulePicks) == "" {
+		p.Matchable == t.Matchable && decidersChanged(t, rule, rulePicks) == "" && p.Escalation == t.Escalation() {
 		h.flash(c, "No changes to "+t.DisplayName+".", false)
 		return redirect(c, "/admin/policies")
 	}
@@ -92,6 +96,10 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 	if e := approval.AsError(err); e != nil && e.Kind == approval.KindConflict {
 		f.Error = e.Message
 		return Render(c, http.StatusConflict, views.PolicyEdit(f))
+	}
+	if e := approval.AsError(err); e != nil && e.Code == approval.CodeInvalidEscalation {
+		f.Escalation.Error = e.Message
+		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
 	}
 	if err != nil {
 		return err
@@ -134,6 +142,7 @@ func policyChanges(t db.Tool, p approval.Policy) string {
 	if w := decidersChanged(t, p.Rule, p.DecidersCondition); w != "" {
 		parts = append(parts, w)
 	}
+	parts = append(parts, escalationChange(t, p)...)
 	return strings.Join(parts, "; ")
 }
 

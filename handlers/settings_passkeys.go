@@ -65,7 +65,7 @@ func (h *Handler) SettingsPasskeyAdd(c echo.Context) error {
 	name := strings.TrimSpace(req.PostFormValue("name"))
 	state := h.Sessions.PopString(ctx, sessPasskeyRegistration)
 	fail := func(msg string) error {
-		return h.renderSettings(c, http.StatusUnprocessableEntity, views.PasskeysView{Error: msg})
+		return h.renderSettings(c, http.StatusUnprocessableEntity, views.PasskeysView{Error: msg}, views.AwayForm{}, "")
 	}
 	switch {
 	case name == "" || utf8.RuneCountInString(name) > db.MaxPasskeyName || strings.ContainsRune(name, 0):
@@ -122,7 +122,7 @@ func (h *Handler) SettingsPasskeyRemove(c echo.Context) error {
 		if len(list) == 1 && list[0].ID == id && len(tools) > 0 {
 			p := list[0]
 			return h.renderSettings(c, http.StatusOK, views.PasskeysView{Tools: tools,
-				Confirm: &views.PasskeyRow{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, LastUsedAt: p.LastUsedAt}})
+				Confirm: &views.PasskeyRow{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, LastUsedAt: p.LastUsedAt}}, views.AwayForm{}, "")
 		}
 	}
 	if err := h.DB.RemovePasskey(ctx, *u, id); err != nil {

@@ -46,9 +46,13 @@ func (e *Email) Name() string { return "email" }
 func (e *Email) GroupByTarget() bool { return true }
 
 // Targets implements Channel: a new pending item is mailed to each person
-// who may decide it (Deciders), if they have a verified address and did
-// not turn mail off.
+// who may decide it (Deciders), an escalated one to its backup team's
+// members, each if they have a verified address and did not turn mail off.
 func (e *Email) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
+	each := func(subject string) ([]Target, error) { return e.personTargets(ctx, subject) }
+	if escalated(ev) {
+		return escalationTargets(ctx, e.db, ev, each)
+	}
 	if ev.Kind != db.EventApprovalRequested {
 		return nil, nil
 	}
@@ -56,17 +60,17 @@ func (e *Email) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target,
 	if err != nil {
 		return nil, err
 	}
-	var out []Target
-	for _, p := range people {
-		r, ok, err := e.db.MailRecipientFor(ctx, p, e.now())
-		if err != nil {
-			return nil, err
-		}
-		if ok && r.Enabled {
-			out = append(out, Target{ID: p, NotBefore: e.groupUntil(r)})
-		}
+	return targetsOf(people, each)
+}
+
+// personTargets is subject's mail, if they have a verified address and did
+// not turn mail off.
+func (e *Email) personTargets(ctx context.Context, subject string) ([]Target, error) {
+	r, ok, err := e.db.MailRecipientFor(ctx, subject, e.now())
+	if err != nil || !ok || !r.Enabled {
+		return nil, err
 	}
-	return out, nil
+	return []Target{{ID: subject, NotBefore: e.groupUntil(r)}}, nil
 }
 
 // groupUntil is when a new item's mail may go: with the mail already
@@ -165,6 +169,9 @@ func ComposeMail(base *url.URL, items []db.Delivery) (subject, body string) {
 		fmt.Fprintf(&b, "Agent key: %s\n", show(d.AgentKey))
 		if d.ExpiresAt != nil {
 			fmt.Fprintf(&b, "Expires:   %s\n", d.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+		}
+		if d.Kind == db.EventApprovalEscalated {
+			b.WriteString("Escalated: nobody answered in time, so your team may decide it too.\n")
 		}
 		fmt.Fprintf(&b, "Review:    %s\n\n", Link(base, d.ApprovalID))
 	}

@@ -195,6 +195,8 @@ func (p *Pipeline) plan(ctx context.Context) {
 			var out []db.NewDelivery
 			for _, c := range p.channels {
 				_, same := c.(SameForKindAndOwner)
+				// An escalation's people depend on its item's team.
+				same = same && !escalated(ev)
 				k := asked{c.Name(), ev.Kind, ev.Owner}
 				targets, ok := known[k]
 				if !ok {

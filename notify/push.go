@@ -62,9 +62,14 @@ func NewPush(store *db.DB, vapid *VAPID, subject string, base *url.URL, now func
 func (p *Push) Name() string { return "push" }
 
 // Targets implements Channel: every device of each person who may decide
-// a new pending item (Deciders). They depend on the item, not only on its
-// kind and owner: a team's item goes to the team's members.
+// a new pending item (Deciders), or of an escalated item's backup team
+// members. They depend on the item, not only on its kind and owner: a
+// team's item goes to the team's members.
 func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
+	each := func(subject string) ([]Target, error) { return p.devices(ctx, subject) }
+	if escalated(ev) {
+		return escalationTargets(ctx, p.db, ev, each)
+	}
 	if ev.Kind != db.EventApprovalRequested {
 		return nil, nil
 	}
@@ -72,15 +77,18 @@ func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, 
 	if err != nil {
 		return nil, err
 	}
-	var out []Target
-	for _, person := range people {
-		subs, err := p.db.PushSubscriptionsOf(ctx, person)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range subs {
-			out = append(out, Target{ID: strconv.FormatInt(s.ID, 10)})
-		}
+	return targetsOf(people, each)
+}
+
+// devices are subject's push devices.
+func (p *Push) devices(ctx context.Context, subject string) ([]Target, error) {
+	subs, err := p.db.PushSubscriptionsOf(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Target, 0, len(subs))
+	for _, s := range subs {
+		out = append(out, Target{ID: strconv.FormatInt(s.ID, 10)})
 	}
 	return out, nil
 }

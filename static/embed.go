@@ -31,6 +31,9 @@ const (
 	Disclose = "disclose.js"
 	// Passkey adds a passkey on Settings and signs a step-up approval.
 	Passkey = "passkey.js"
+	// Away shows delegation end times in the reader's time zone and sends
+	// it with the "While you're away" form.
+	Away = "away.js"
 	// ServiceWorker is served at /sw.js, so that its scope is the whole
 	// app; Manifest at /manifest.webmanifest.
 	ServiceWorker = "sw.js"

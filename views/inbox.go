@@ -61,6 +61,9 @@ type ApprovalCard struct {
 	ApprovedWithPasskey string
 	// Deciders says who may decide the call (empty: its owner alone).
 	Deciders DecidersView
+	// Away says whom the viewer decides for and whether the call was
+	// escalated (views/away.templ).
+	Away AwayNote
 }
 
 // DecidedRow is one of the recent decisions under the pending list.

@@ -98,6 +98,9 @@ func (s *Server) userRoutes(user *echo.Group) {
 	user.POST("/settings/passkeys/options", h.SettingsPasskeyOptions)
 	user.POST("/settings/passkeys", h.SettingsPasskeyAdd)
 	user.POST("/settings/passkeys/:id/remove", h.SettingsPasskeyRemove)
+	// While you're away: a delegate decides for the person until a time.
+	user.POST("/settings/away", h.SettingsAwayStart)
+	user.POST("/settings/away/:id/end", h.SettingsAwayEnd)
 }
 
 // adminRoutes are the admin screens under /admin, and their short names.
@@ -139,6 +142,9 @@ func (s *Server) adminRoutes(user *echo.Group) {
 	admin.POST("/teams/members", h.TeamMemberAdd)
 	admin.POST("/teams/members/remove", h.TeamMemberRemove)
 	admin.GET("/pending", h.PendingOverview)
+	// Delegations: admins see who decides for whom, and end them.
+	admin.GET("/delegations", h.AdminDelegationsList)
+	admin.POST("/delegations/:id/end", h.AdminDelegationEnd)
 }
 
 // staticHandler serves the embedded assets. Directories are not listed:

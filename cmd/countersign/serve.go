@@ -93,7 +93,8 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 // unsealed window is this plus the longest open transaction.
 const sealEvery = 100 * time.Millisecond
 
-// sweep expires pending items past their wait cap every second, and every
+// sweep expires pending items past their wait cap and escalates those past
+// their rule's escalation delay every second, and every
 // ten minutes removes expired sessions, unfinished sign-ins past their
 // expiry and argument previews past their retention, until ctx ends.
 func sweep(ctx context.Context, store *db.DB, log *slog.Logger, retention time.Duration) {
@@ -110,6 +111,13 @@ func sweep(ctx context.Context, store *db.DB, log *slog.Logger, retention time.D
 			log.Warn("expiry sweep", "err", err)
 		} else if n > 0 {
 			log.Info("expired pending approvals", "count", n)
+		}
+		// Escalation: items whose rule's delay passed without an answer go
+		// to the backup team too (after expiry, so that the expiry wins).
+		if n, err := store.EscalateDue(ctx, 500); err != nil && ctx.Err() == nil {
+			log.Warn("escalation sweep", "err", err)
+		} else if n > 0 {
+			log.Info("escalated pending approvals", "count", n)
 		}
 		if time.Since(lastSessions) > 10*time.Minute {
 			lastSessions = time.Now()

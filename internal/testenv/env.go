@@ -128,6 +128,9 @@ func (e *Env) openDatabase(ctx context.Context) *slog.Logger {
 	e.Hub = db.NewHub(e.DBURL, log)
 	go e.Hub.Run(ctx)
 	go e.DB.RunSealer(ctx, log, 50*time.Millisecond)
+	// The serve command's sweep escalates items; the embedded server of a
+	// test runs the same step on its own, more often.
+	go e.DB.RunEscalations(ctx, log, 100*time.Millisecond)
 	select {
 	case <-e.Hub.Ready():
 	case <-time.After(10 * time.Second):

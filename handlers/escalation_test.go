@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/internal/testenv"
 	"github.com/countersign/countersign/notify"
@@ -104,6 +105,18 @@ func TestEscalation(t *testing.T) {
 		t.Fatalf("the form does not show the rule:\n%s", body)
 	}
 
+	// Otto's phone, and a webhook for escalations: planned like a new
+	// item's (sending to these made-up addresses then fails, and retries).
+	phone, err := l.DB.SavePushSubscription(context.Background(), db.PushSubscription{Subject: demoOtto.Subject,
+		Endpoint: "https://push.example.invalid/otto", P256dh: "p", Auth: "a", DeviceName: "Otto's phone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := admin.PostForm("/admin/webhooks", url.Values{"url": {"https://hooks.example.invalid/oncall"},
+		"secret": {"0123456789abcdef0123"}, "events": {"approval.escalated"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("webhook: %d\n%s", resp.StatusCode, body)
+	}
+
 	item := l.pending(t, l.call("mail", "send_email", `{"to":"qv-escalate-5521@example.org"}`))
 	var expires time.Time
 	if err := l.DB.Pool.QueryRow(context.Background(), `SELECT expires_at FROM approvals WHERE id = $1`, item).Scan(&expires); err != nil {
@@ -161,6 +174,24 @@ func TestEscalation(t *testing.T) {
 	}
 	if n := count(t, l.Env, `SELECT count(*) FROM notification_events WHERE approval_id = $1 AND kind = 'approval.escalated'`, item); n != 1 {
 		t.Fatalf("escalation events: %d", n)
+	}
+	planned := `SELECT string_agg(d.channel || ':' || d.target, ',' ORDER BY d.channel, d.target) FROM notification_deliveries d
+		JOIN notification_events e ON e.id = d.event_id WHERE e.approval_id = $1 AND e.kind = 'approval.escalated'`
+	want := "email:demo-otto,push:" + itoa(phone.ID) + ",webhook:"
+	var got string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		var s *string
+		if err := l.DB.Pool.QueryRow(context.Background(), planned, item).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s != nil {
+			if got = *s; strings.HasPrefix(got, want) {
+				break
+			}
+		}
+	}
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("escalation deliveries %q, want %s<id>: the backup's mail, push device and the webhook", got, want)
 	}
 }
 

@@ -98,7 +98,7 @@ func TestAuditIsAppendOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sql := range []string{`UPDATE audit_events SET action = 'x'`, `DELETE FROM audit_events`, `TRUNCATE audit_events`} {
+	for _, sql := range []string{`UPDATE audit_events SET action = 'x'`, `DELETE FROM audit_events`, `TRUNCATE audit_events CASCADE`} {
 		if _, err := store.Pool.Exec(ctx, sql); err == nil || !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("%s: %v, want the append-only trigger's refusal", sql, err)
 		}

@@ -39,7 +39,7 @@ func TestEveryScreen(t *testing.T) {
 	e := testenv.NewEnv(t)
 	start := time.Now()
 	n := 0
-	walkEveryScreen(t, e, func() context.Context { return newTab(t) }, func(ctx context.Context, name string) {
+	walkEveryScreen(t, e, func() context.Context { return newTabFor(t, 6*time.Minute) }, func(ctx context.Context, name string) {
 		t.Helper()
 		n++
 		for _, v := range lookEveryWay(t, ctx) {

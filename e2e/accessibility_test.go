@@ -52,8 +52,9 @@ func TestEveryScreen(t *testing.T) {
 }
 
 // lookEveryWay runs axe-core on the page in light and dark mode, at desktop
-// width and at 390 px, and in light mode at 660 px, and returns each serious or critical violation with
-// where it was seen. The tab is back at desktop width in light mode after.
+// width and at 390 px, and in light mode at 660 px, and returns each
+// serious or critical violation with where it was seen. The tab is back at
+// desktop width in light mode after.
 func lookEveryWay(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	var found []string

@@ -13,8 +13,9 @@ import (
 )
 
 // TestEveryScreen runs axe-core on every screen and dialog a person
-// reaches, in light and in dark mode, at desktop width and at 390 px: no
-// serious or critical violation anywhere. With COUNTERSIGN_SCREENSHOTS set
+// reaches, in light and in dark mode, at desktop width and at 390 px (and
+// at 660 px, where tables scroll sideways): no serious or critical
+// violation anywhere. With COUNTERSIGN_SCREENSHOTS set
 // it also saves each screen at desktop and phone width.
 func TestEveryScreen(t *testing.T) {
 	if _, err := axeSource(); err != nil {
@@ -39,7 +40,7 @@ func TestEveryScreen(t *testing.T) {
 	e := testenv.NewEnv(t)
 	start := time.Now()
 	n := 0
-	walkEveryScreen(t, e, func() context.Context { return newTab(t) }, func(ctx context.Context, name string) {
+	walkEveryScreen(t, e, func() context.Context { return newTabFor(t, 6*time.Minute) }, func(ctx context.Context, name string) {
 		t.Helper()
 		n++
 		for _, v := range lookEveryWay(t, ctx) {
@@ -47,12 +48,13 @@ func TestEveryScreen(t *testing.T) {
 		}
 		screenshot(t, ctx, name)
 	})
-	t.Logf("%d screens, 4 ways each, in %v", n, time.Since(start).Round(time.Second))
+	t.Logf("%d screens, 5 ways each, in %v", n, time.Since(start).Round(time.Second))
 }
 
 // lookEveryWay runs axe-core on the page in light and dark mode, at desktop
-// width and at 390 px, and returns each serious or critical violation with
-// where it was seen. The tab is back at desktop width in light mode after.
+// width and at 390 px, and in light mode at 660 px, and returns each
+// serious or critical violation with where it was seen. The tab is back at
+// desktop width in light mode after.
 func lookEveryWay(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	var found []string
@@ -61,10 +63,15 @@ func lookEveryWay(t *testing.T, ctx context.Context) []string {
 		label string
 		dark  bool
 		phone bool
-	}{{"light", false, false}, {"dark", true, false}, {"dark 390 px", true, true}, {"light 390 px", false, true}} {
+		mid   bool
+	}{{"light", false, false, false}, {"dark", true, false, false}, {"dark 390 px", true, true, false}, {"light 390 px", false, true, false},
+		{"light 660 px", false, false, true}} {
 		steps := []chromedp.Action[chromedp.Void]{dark(way.dark)}
 		if way.phone {
 			steps = append(steps, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		}
+		if way.mid {
+			steps = append(steps, chromedp.EmulateReset(), chromedp.EmulateViewport(660, 900))
 		}
 		// Let the layout and the colour transitions settle before looking.
 		steps = append(steps, chromedp.Sleep(150*time.Millisecond))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -93,7 +94,7 @@ func TestNoConsoleErrors(t *testing.T) {
 
 	var tabs []*consoleErrors
 	walkEveryScreen(t, e, func() context.Context {
-		ctx := newTab(t)
+		ctx := newTabFor(t, 4*time.Minute)
 		tabs = append(tabs, watchConsole(t, ctx))
 		return ctx
 	}, func(ctx context.Context, name string) {

@@ -50,12 +50,24 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // screenshot saves the page at desktop and phone width when
-// COUNTERSIGN_SCREENSHOTS names a folder.
+// COUNTERSIGN_SCREENSHOTS names a folder; in dark mode too (name-dark)
+// when COUNTERSIGN_SCREENSHOTS_DARK is 1.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	dir := os.Getenv("COUNTERSIGN_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
+	shootSizes(t, ctx, dir, name)
+	if os.Getenv("COUNTERSIGN_SCREENSHOTS_DARK") == "1" {
+		if err := chromedp.Do(ctx, dark(true)); err == nil {
+			shootSizes(t, ctx, dir, name+"-dark")
+			_ = chromedp.Do(ctx, dark(false))
+		}
+	}
+}
+
+// shootSizes saves the page at desktop and phone width.
+func shootSizes(t *testing.T, ctx context.Context, dir, name string) {
 	_ = os.MkdirAll(dir, 0o755)
 	for _, size := range []struct {
 		label         string

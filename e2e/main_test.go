@@ -66,9 +66,16 @@ func TestMain(m *testing.M) {
 // newTab opens a tab in a fresh browser context (own cookies) for t.
 func newTab(t *testing.T) context.Context {
 	t.Helper()
+	return newTabFor(t, 90*time.Second)
+}
+
+// newTabFor opens a tab that lives at most d: longer for a test that walks
+// every screen.
+func newTabFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, d)
 	t.Cleanup(cancelTimeout)
 	return ctx
 }

@@ -151,14 +151,59 @@ func TestPlaybookRefusalOutsideDefinition(t *testing.T) {
 	}
 	_, body := l.Member.Get(page)
 	text := visibleText(body)
-	want := "Refused Files · Upload file (approval_unavailable) — this tool is not part of the playbook's definition. " +
-		"To let runs use it, add a step using files · upload_file to the definition, sync it with PUT /api/v1/playbooks/" +
-		dev.DemoPlaybookID + ", then approve it here."
+	want := "Refused Files · Upload file — this tool is not part of the playbook’s steps. " +
+		"To let runs use it, whoever maintains the agent runtime adds a step that uses files · upload_file to the playbook; " +
+		"once the runtime has sent the new steps, approve it here."
 	if !strings.Contains(text, want) {
 		t.Fatalf("no way forward for a tool outside the definition: %s", text)
 	}
-	if strings.Count(text, "not part of the playbook's definition") != 1 ||
-		!strings.Contains(text, "Refused Mail · Search messages (blocked_by_policy) — an admin blocks this tool") {
+	// Words a member can act on: never an API path or a raw code.
+	for _, raw := range []string{"/api/", "PUT ", "approval_unavailable", "blocked_by_policy"} {
+		if strings.Contains(text, raw) {
+			t.Errorf("the page shows %q to its member: %s", raw, text)
+		}
+	}
+	if strings.Count(text, "not part of the playbook’s steps") != 1 ||
+		!strings.Contains(text, "Refused Mail · Search messages — an admin blocks this tool") {
 		t.Fatalf("a refusal of a tool the playbook uses reads wrong: %s", text)
+	}
+}
+
+// Starts refused one after the other for the same reason read as one line
+// with their count; a run that differs keeps its own line, in order.
+func TestPlaybookRunsGrouped(t *testing.T) {
+	l := newLoop(t)
+	page := "/playbooks/" + dev.DemoPlaybookID
+	l.putPlaybook(t, dev.DemoMember.Subject, dev.DemoPlaybook())
+	for range 3 {
+		if status, out := l.startRun(t); status != http.StatusConflict || errCode(out) != "playbook_disabled" {
+			t.Fatal(status, out)
+		}
+	}
+	l.approveAndEnable(t)
+	if status, out := l.startRun(t); status != http.StatusOK {
+		t.Fatal(status, out)
+	}
+	if resp, _ := l.Member.PostForm(page+"/disable", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatal("disable:", resp.StatusCode)
+	}
+	for range 10 {
+		if status, out := l.startRun(t); status != http.StatusConflict || errCode(out) != "playbook_disabled" {
+			t.Fatal(status, out)
+		}
+	}
+	_, body := l.Member.Get(page)
+	text := visibleText(body)
+	ten := strings.Index(text, "10 runs refused at start: the playbook is disabled — enable it on this page.")
+	started := strings.Index(text, "No calls made.")
+	three := strings.Index(text, "3 runs refused at start: the playbook is disabled — enable it on this page.")
+	if ten < 0 || started < 0 || three < 0 || !(ten < started && started < three) {
+		t.Fatalf("the runs are not grouped, newest first (10 refused, 1 started, 3 refused): %s", text)
+	}
+	if n := strings.Count(body, `data-testid="run-refused"`); n != 2 {
+		t.Fatalf("%d refusal lines for two groups", n)
+	}
+	if strings.Contains(text, "playbook_disabled") {
+		t.Fatal("the page shows a raw code")
 	}
 }

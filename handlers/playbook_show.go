@@ -35,7 +35,9 @@ func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 	if p.OwnerSubject != u.Subject && !u.IsAdmin {
 		return views.PlaybookView{}, approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such playbook.")
 	}
-	runs, err := h.DB.RecentRuns(ctx, p.ID, 10)
+	// Enough runs that a repeated refusal shows as one line with its
+	// count; the page lists the latest recentRunRows lines of them.
+	runs, err := h.DB.RecentRuns(ctx, p.ID, recentRunsRead)
 	if err != nil {
 		return views.PlaybookView{}, err
 	}
@@ -58,18 +60,27 @@ func (h *Handler) playbookView(c echo.Context) (views.PlaybookView, error) {
 	return v, nil
 }
 
+// How many runs the page reads, and how many lines it shows of them.
+const (
+	recentRunsRead = 50
+	recentRunRows  = 10
+)
+
 // runRows shows recent runs with every call they made, and what to do
-// about each refusal: a refused
-// start names the playbook's state or each tool's lapse; a refused call of
-// a tool no step uses says how to add it to the definition.
+// about each refusal: a refused start names the playbook's state or each
+// tool's lapse; a refused call of a tool no step uses says how to add it to
+// the definition. Runs one after the other with the same outcome and no
+// calls (ten starts refused because the playbook is disabled) are one line
+// with their count, so that the one run that differs is not lost among them.
 func runRows(def approval.Definition, runs []db.RunView) []views.RunRow {
 	inDefinition := map[approval.Pair]bool{}
 	for _, p := range def.Pairs() {
 		inDefinition[p] = true
 	}
-	rows := make([]views.RunRow, 0, len(runs))
+	rows := make([]views.RunRow, 0, recentRunRows)
+	last := ""
 	for _, r := range runs {
-		row := views.RunRow{ID: r.ID, StartedAt: r.StartedAt, RefusedCode: r.RefusedCode}
+		row := views.RunRow{ID: r.ID, StartedAt: r.StartedAt, EarliestAt: r.StartedAt, Count: 1, RefusedCode: r.RefusedCode}
 		for _, p := range r.RefusedPairs {
 			sr := views.StartRefusalRow{Tool: p.Label}
 			if p.Reason != "" {
@@ -82,9 +93,34 @@ func runRows(def approval.Definition, runs []db.RunView) []views.RunRow {
 				RefusalRow: views.RefusalRow{Tool: f.Label, CallID: f.CallID, Code: f.Code,
 					Pair: f.Pair.String(), OutsideDefinition: !inDefinition[f.Pair]}})
 		}
+		key := sameOutcome(row)
+		if key != "" && key == last {
+			prev := &rows[len(rows)-1]
+			prev.Count++
+			prev.EarliestAt = r.StartedAt // runs come newest first
+			continue
+		}
+		if len(rows) == recentRunRows {
+			break
+		}
 		rows = append(rows, row)
+		last = key
 	}
 	return rows
+}
+
+// sameOutcome is what runs that read as one line share: the same refusal
+// at start, or no call made. "" for a run with calls, which has its own
+// line.
+func sameOutcome(r views.RunRow) string {
+	if len(r.Calls) > 0 {
+		return ""
+	}
+	key := "refused:" + r.RefusedCode
+	for _, p := range r.RefusedPairs {
+		key += "\x00" + p.Tool + "\x00" + p.Cause
+	}
+	return key
 }
 
 func pairView(s db.PairState) views.PairView {

@@ -88,12 +88,15 @@ type ActivityPage struct {
 // activityScope is the one rule of whose calls a viewer sees on the
 // Activity page, and every read of it goes through here: a member sees the
 // calls their own agents made (the conversation's owner is the viewer); an
-// admin sees everyone's, or one person's when person is set. The
-// condition is over audit_events as e, its argument numbered n.
+// admin sees everyone's (those with no owner too), or one person's when
+// person is set. The condition is over audit_events as e, its argument
+// numbered n.
 func activityScope(viewer User, person string, n int) (string, any) {
 	switch {
 	case viewer.IsAdmin && person == "":
-		return "e.owner_subject <> ''", nil
+		// Calls with no owner too: a team key's, or a refusal recorded
+		// before owners were.
+		return "true", nil
 	case viewer.IsAdmin:
 		return "e.owner_subject = $" + strconv.Itoa(n), person
 	}
@@ -103,7 +106,7 @@ func activityScope(viewer User, person string, n int) (string, any) {
 const activitySelect = `SELECT e.id, e.at, e.action, e.actor_kind, e.actor_name,
 	CASE WHEN e.actor_kind = '` + approval.ActorAPIKey + `' THEN e.actor_name ELSE COALESCE(e.detail->>'agent_key', '') END AS agent,
 	e.connector, e.tool, COALESCE(t.display_name, e.tool) AS tool_display, e.conversation_id,
-	COALESCE(a.conversation_title, '') AS conversation_title, e.playbook_id, COALESCE(p.name, '') AS playbook_name, e.run_id,
+	COALESCE(NULLIF(a.conversation_title, ''), ct.title, '') AS conversation_title, e.playbook_id, COALESCE(p.name, '') AS playbook_name, e.run_id,
 	e.approval_id, e.owner_subject, COALESCE(u.shown, e.owner_subject) AS owner_name, e.detail,
 	COALESCE(a.reject_reason, '') AS reject_reason, g.id AS grant_id, COALESCE(g.scope_words, '') AS grant_scope_words,
 	g.conversation_id AS grant_conversation, g.expires_at AS grant_expires_at, g.revoked_at IS NOT NULL AS grant_revoked,
@@ -113,6 +116,9 @@ const activitySelect = `SELECT e.id, e.at, e.action, e.actor_kind, e.actor_name,
 	LEFT JOIN playbooks p ON e.playbook_id <> '' AND p.id = e.playbook_id
 	LEFT JOIN approvals a ON a.id = NULLIF(e.approval_id, '')::uuid
 	LEFT JOIN standing_grants g ON e.action = ANY($1) AND g.id = (e.detail->>'grant_id')::bigint
+	LEFT JOIN LATERAL (SELECT x.conversation_title AS title FROM approvals x
+		WHERE COALESCE(a.conversation_title, '') = '' AND e.conversation_id <> '' AND x.owner_subject = e.owner_subject
+		  AND x.conversation_id = e.conversation_id AND x.conversation_title <> '' LIMIT 1) ct ON true
 	LEFT JOIN LATERAL (SELECT COALESCE(NULLIF(name, ''), NULLIF(email, ''), subject) AS shown FROM users
 		WHERE subject = e.owner_subject ORDER BY last_seen_at DESC LIMIT 1) u ON true`
 

@@ -67,6 +67,12 @@ func TestActivityPage(t *testing.T) {
 	if strings.Join(whys, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the rows say:\n%s\nwant:\n%s", strings.Join(whys, "\n"), strings.Join(want, "\n"))
 	}
+	// A call allowed without an item is named by its conversation's title
+	// too, as the runtime sent it with the conversation's items.
+	if where := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid="activity-row"] .activity-meta')].map(e => e.textContent)`); len(where) != 4 ||
+		!strings.Contains(where[3], "Quarterly planning") || !strings.Contains(where[1], "Quarterly planning") {
+		t.Fatalf("the rows' conversations: %q", where)
+	}
 	checkAxe(t, ctx, "activity")
 	screenshot(t, ctx, "activity")
 

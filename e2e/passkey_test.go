@@ -335,6 +335,32 @@ func TestPasskeyStepUp(t *testing.T) {
 			t.Fatalf("after altering a signature: %s", rep)
 		}
 	})
+
+	t.Run("KeyboardApprove", func(t *testing.T) { keyboardApprove(t, ctx, e, base, key, auth) })
+}
+
+// keyboardApprove: the inbox's "a" presses "Approve with passkey", which
+// asks for the passkey like a click; when the device cannot verify the
+// person, nothing is sent and the card says why.
+func keyboardApprove(t *testing.T, ctx context.Context, e *testenv.Env, base, key string, auth webauthn.AuthenticatorID) {
+	v := check(t, e, key, "pk-v", "send_email", "")
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, `document.querySelectorAll('#pending-list > li[data-approval-id]').length === 1 && !!document.querySelector('.live.on')`, "no card")
+	n := 0
+	press(t, ctx, &n, "j")
+	time.Sleep(600 * time.Millisecond)
+	setUserVerified(t, ctx, auth, false)
+	press(t, ctx, &n, "a")
+	until(t, ctx, `/^Not approved: the passkey prompt/.test((document.querySelector('li.is-selected [data-passkey-status]') || {}).textContent || '')`, "a did not ask for the passkey")
+	wantPending(t, e, v)
+	setUserVerified(t, ctx, auth, true)
+	press(t, ctx, &n, "a")
+	until(t, ctx, `!!document.querySelector('[data-testid="decided-card"]')`, "a did not approve with the passkey")
+	if got := pendingItem(t, e, v); got.Status != approval.StatusApproved || got.ProofPasskey != "Laptop" {
+		t.Fatalf("after a: %s, passkey %q", got.Status, got.ProofPasskey)
+	}
 }
 
 func countActions(t *testing.T, e *testenv.Env, action string) int {

@@ -153,6 +153,7 @@ func TestPasskeyStepUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, ctx, `[...document.querySelectorAll('[data-testid="passkey-name"]')].some((n) => n.textContent.trim() === 'Laptop')`, "the passkey is not listed")
+		checkAxe(t, ctx, "settings-passkeys")
 		screenshot(t, ctx, "settings-passkeys")
 	})
 
@@ -212,6 +213,7 @@ func TestPasskeyStepUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		until(t, ctx, `/^Not approved: the passkey prompt was cancelled or failed/.test(document.querySelector('[data-passkey-status]').textContent)`, "the card does not say why")
+		checkAxe(t, ctx, "request-passkey-failed")
 		screenshot(t, ctx, "request-passkey-failed")
 		wantPending(t, e, x)
 	})
@@ -306,6 +308,7 @@ func TestPasskeyStepUp(t *testing.T) {
 		if got := text(t, admin, `[data-testid="passkey-count"]`); got != "1" {
 			t.Fatalf("the member's passkeys: %q", got)
 		}
+		checkAxe(t, admin, "admin-passkeys")
 		screenshot(t, admin, "admin-passkeys")
 		if err := chromedp.Do(admin, chromedp.Navigate(fmt.Sprintf("%s/admin/policies/%d/proof", base, toolID)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="proof-form"]`))); err != nil {
@@ -314,6 +317,7 @@ func TestPasskeyStepUp(t *testing.T) {
 		if !eval[bool](t, admin, `document.querySelector('[data-testid="proof-passkey"]').checked`) {
 			t.Fatal("the form does not show the step-up")
 		}
+		checkAxe(t, admin, "policy-proof")
 		screenshot(t, admin, "policy-proof")
 		if err := chromedp.Do(admin, chromedp.Navigate(base+"/admin/audit")); err != nil {
 			t.Fatal(err)

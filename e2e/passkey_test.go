@@ -361,7 +361,7 @@ func keyboardApprove(t *testing.T, ctx context.Context, e *testenv.Env, base, ke
 	wantPending(t, e, v)
 	setUserVerified(t, ctx, auth, true)
 	press(t, ctx, &n, "a")
-	until(t, ctx, `!!document.querySelector('[data-testid="decided-card"]')`, "a did not approve with the passkey")
+	until(t, ctx, `(document.querySelector('[data-testid="decided-passkey"]') || {}).textContent === 'Laptop'`, "a did not approve with the passkey")
 	if got := pendingItem(t, e, v); got.Status != approval.StatusApproved || got.ProofPasskey != "Laptop" {
 		t.Fatalf("after a: %s, passkey %q", got.Status, got.ProofPasskey)
 	}

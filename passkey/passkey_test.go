@@ -48,10 +48,14 @@ func TestVerifyAssertion(t *testing.T) {
 
 	cases := map[string]func() []byte{
 		"ErrOtherChallenge": func() []byte { return auth.Assert(t, other) },
-		"ErrNoUV":           func() []byte { auth.Verified = false; defer func() { auth.Verified = true }(); return auth.Assert(t, challenge) },
-		"ErrCounterBack":    func() []byte { return auth.Assert(t, challenge) }, // 3, not above the stored 5
-		"ErrNotJSON":        func() []byte { return []byte("{") },
-		"ErrStranger":       func() []byte { return testenv.NewSoftAuthenticator(t, base).Assert(t, challenge) },
+		"ErrNoUV": func() []byte {
+			auth.Verified = false
+			defer func() { auth.Verified = true }()
+			return auth.Assert(t, challenge)
+		},
+		"ErrCounterBack": func() []byte { return auth.Assert(t, challenge) }, // 3, not above the stored 5
+		"ErrNotJSON":     func() []byte { return []byte("{") },
+		"ErrStranger":    func() []byte { return testenv.NewSoftAuthenticator(t, base).Assert(t, challenge) },
 	}
 	person.Credentials[0].SignCount = 5
 	for name, assertion := range cases {

@@ -65,6 +65,10 @@ type Call struct {
 	// such as the diff of an edit. It is never part of the digest: the
 	// approval binds to Arguments.
 	Context *CallContext `json:"context,omitempty"`
+	// Proof "passkey" asks that a person's approval of this call carry their
+	// passkey, whatever the tool's policy says; Gate then refuses to run an
+	// approval the claim says was made without one (issue 33).
+	Proof string `json:"proof,omitempty"`
 }
 
 // Runtime is what a runtime says about itself, shown to the reviewer as
@@ -92,6 +96,7 @@ type Outcome struct {
 	Message    string // when not allowed: for the model
 	ApprovalID string // when a person was asked
 	URL        string // on approval_pending: the item's page, where the person decides
+	Proof      string // when a person approved: "passkey" or "session"
 }
 
 // Codes the client itself produces.

@@ -22,6 +22,7 @@ type approvalState struct {
 	ExpiresInMS     *int64    `json:"expires_in_ms"` // left by the server's clock; absent from older servers
 	ArgumentsDigest string    `json:"arguments_digest"`
 	URL             string    `json:"url"`
+	Proof           string    `json:"proof"` // on a claim's answer: "passkey" or "session"
 }
 
 type checkResponse struct {
@@ -227,13 +228,18 @@ func (c *Client) claim(ctx context.Context, call Call, callID string, st approva
 	if err != nil {
 		return unavailable(call, st.ID), err
 	}
+	if call.Proof == "passkey" && claimed.Proof != "passkey" {
+		// Asked for a passkey, approved without one (a server that ignores
+		// the ask): the call does not run.
+		return unavailable(call, st.ID), fmt.Errorf("countersign: approval %q was made without the passkey this call asked for", st.ID)
+	}
 	// A check that attached to an approved item carries no scope; the
 	// claim's answer does.
 	scope := st.Scope
 	if scope == "" {
 		scope = claimed.Scope
 	}
-	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID}, nil
+	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID, Proof: claimed.Proof}, nil
 }
 
 // notAllowed is a deny or a terminal status as the server reported it. A

@@ -272,3 +272,31 @@ func TestAttachNeverWeakensProof(t *testing.T) {
 		t.Fatalf("a second retry asking proof joins the item that needs it: %v %v", again.Approval, err)
 	}
 }
+
+// A proof condition limits step-up to the calls it is true for; one that
+// cannot be evaluated requires the passkey.
+func TestProofCondition(t *testing.T) {
+	f := newBlockFixture(t)
+	ctx := context.Background()
+	var err error
+	if f.tool, err = f.store.SetToolProof(ctx, approval.SystemActor, f.tool.ID, 0, approval.ProofPasskey, "args.n > 5"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args string
+		want approval.Proof
+	}{{`{"n":1}`, approval.ProofNone}, {`{"n":9}`, approval.ProofPasskey}, {`{"m":1}`, approval.ProofPasskey}, {`not json`, approval.ProofPasskey}} {
+		t.Run(c.args, func(t *testing.T) {
+			res, err := f.store.Check(ctx, f.key, db.CheckRequest{CallID: "c " + c.args, User: f.user.Subject, ConversationID: "conv",
+				TurnID: "turn", Connector: "mail", Tool: "send_email", Arguments: c.args},
+				db.CheckOptions{Timeout: 60e9, DeniedThreshold: 2, Condition: approval.EvaluateCondition})
+			if err != nil || res.Approval == nil || res.Approval.ProofRequired != c.want {
+				t.Fatalf("%v %+v", err, res.Approval)
+			}
+			// Step-up on the tool: standing approval is never offered.
+			if slices.Contains(res.Approval.AvailableDecisions, "always") {
+				t.Fatalf("decisions %v", res.Approval.AvailableDecisions)
+			}
+		})
+	}
+}

@@ -153,6 +153,7 @@ func TestPasskeyStepUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, ctx, `[...document.querySelectorAll('[data-testid="passkey-name"]')].some((n) => n.textContent.trim() === 'Laptop')`, "the passkey is not listed")
+		checkAxe(t, ctx, "settings-passkeys")
 		screenshot(t, ctx, "settings-passkeys")
 	})
 
@@ -212,6 +213,7 @@ func TestPasskeyStepUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		until(t, ctx, `/^Not approved: the passkey prompt was cancelled or failed/.test(document.querySelector('[data-passkey-status]').textContent)`, "the card does not say why")
+		checkAxe(t, ctx, "request-passkey-failed")
 		screenshot(t, ctx, "request-passkey-failed")
 		wantPending(t, e, x)
 	})
@@ -306,6 +308,7 @@ func TestPasskeyStepUp(t *testing.T) {
 		if got := text(t, admin, `[data-testid="passkey-count"]`); got != "1" {
 			t.Fatalf("the member's passkeys: %q", got)
 		}
+		checkAxe(t, admin, "admin-passkeys")
 		screenshot(t, admin, "admin-passkeys")
 		if err := chromedp.Do(admin, chromedp.Navigate(fmt.Sprintf("%s/admin/policies/%d/proof", base, toolID)),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="proof-form"]`))); err != nil {
@@ -314,6 +317,7 @@ func TestPasskeyStepUp(t *testing.T) {
 		if !eval[bool](t, admin, `document.querySelector('[data-testid="proof-passkey"]').checked`) {
 			t.Fatal("the form does not show the step-up")
 		}
+		checkAxe(t, admin, "policy-proof")
 		screenshot(t, admin, "policy-proof")
 		if err := chromedp.Do(admin, chromedp.Navigate(base+"/admin/audit")); err != nil {
 			t.Fatal(err)
@@ -335,6 +339,32 @@ func TestPasskeyStepUp(t *testing.T) {
 			t.Fatalf("after altering a signature: %s", rep)
 		}
 	})
+
+	t.Run("KeyboardApprove", func(t *testing.T) { keyboardApprove(t, ctx, e, base, key, auth) })
+}
+
+// keyboardApprove: the inbox's "a" presses "Approve with passkey", which
+// asks for the passkey like a click; when the device cannot verify the
+// person, nothing is sent and the card says why.
+func keyboardApprove(t *testing.T, ctx context.Context, e *testenv.Env, base, key string, auth webauthn.AuthenticatorID) {
+	v := check(t, e, key, "pk-v", "send_email", "")
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, `document.querySelectorAll('#pending-list > li[data-approval-id]').length === 1 && !!document.querySelector('.live.on')`, "no card")
+	n := 0
+	press(t, ctx, &n, "j")
+	time.Sleep(600 * time.Millisecond)
+	setUserVerified(t, ctx, auth, false)
+	press(t, ctx, &n, "a")
+	until(t, ctx, `/^Not approved: the passkey prompt/.test((document.querySelector('li.is-selected [data-passkey-status]') || {}).textContent || '')`, "a did not ask for the passkey")
+	wantPending(t, e, v)
+	setUserVerified(t, ctx, auth, true)
+	press(t, ctx, &n, "a")
+	until(t, ctx, `(document.querySelector('[data-testid="decided-passkey"]') || {}).textContent === 'Laptop'`, "a did not approve with the passkey")
+	if got := pendingItem(t, e, v); got.Status != approval.StatusApproved || got.ProofPasskey != "Laptop" {
+		t.Fatalf("after a: %s, passkey %q", got.Status, got.ProofPasskey)
+	}
 }
 
 func countActions(t *testing.T, e *testenv.Env, action string) int {

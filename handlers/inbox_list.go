@@ -97,6 +97,7 @@ func (h *Handler) decidedRow(a db.Approval) views.DecidedRow {
 	if a.DecidedAt != nil {
 		r.DecidedAt = *a.DecidedAt
 	}
+	r.Passkey = a.ProofPasskey // passkey step-up (issue 33)
 	return r
 }
 

@@ -84,6 +84,7 @@ type DecidedRow struct {
 	CreatedAt         time.Time
 	DecidedAt         time.Time
 	Now               time.Time
+	Passkey           string // the passkey that approved it (issue 33); "" if none
 }
 
 // Outcome is the row's result in words.

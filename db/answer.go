@@ -61,7 +61,7 @@ func (d *DB) Answer(ctx context.Context, id string, reviewer User, ans Answer) (
 			return err
 		}
 		if a.Rule().Needed() > 1 {
-			out, err = castVote(ctx, tx, a, reviewer, ans)
+			out, err = castVote(ctx, tx, a, reviewer, ans, p)
 			return err
 		}
 		decided, err := recordDecision(ctx, tx, id, reviewer, ans, p.standing)

@@ -30,6 +30,7 @@ var errProofInvalid = approval.Errorf(approval.KindForbidden, approval.CodePassk
 // proofReceipt is a verified assertion, ready to be stored with the
 // decision.
 type proofReceipt struct {
+	id        int64 // approval_receipts.id
 	passkey   Passkey
 	assertion passkey.Assertion
 	rp        *passkey.RP
@@ -77,11 +78,11 @@ func proveAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans 
 		r.passkey.ID, int64(used.SignCount)); err != nil {
 		return nil, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO approval_receipts (approval_id, passkey_id, decision, scope, rp_id, origin, credential_id,
+	err = tx.QueryRow(ctx, `INSERT INTO approval_receipts (approval_id, passkey_id, decision, scope, rp_id, origin, credential_id,
 			authenticator_data, client_data_json, signature, user_handle)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
 		a.ID, r.passkey.ID, string(ans.Decision), string(ans.Decision.Scope()), ans.RP.ID, ans.RP.Origin, asserted.CredentialID,
-		asserted.AuthenticatorData, asserted.ClientDataJSON, asserted.Signature, nonNil(asserted.UserHandle))
+		asserted.AuthenticatorData, asserted.ClientDataJSON, asserted.Signature, nonNil(asserted.UserHandle)).Scan(&r.id)
 	return r, err
 }
 
@@ -102,14 +103,14 @@ func (r *proofReceipt) detail(d map[string]any) {
 	}
 }
 
-// linkReceipt points item id's receipt at the decision's audit line, just
-// recorded in the same transaction.
+// linkReceipt points receipt r, of item id, at the decision's audit line
+// just recorded in the same transaction (under a quorum rule: the vote's).
 func linkReceipt(ctx context.Context, tx pgx.Tx, r *proofReceipt, id string) error {
 	if r == nil {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `UPDATE approval_receipts SET audit_event_id = (SELECT max(e.id) FROM audit_events e
-		WHERE e.approval_id = $1::text AND e.action = $2) WHERE approval_id = $3::uuid`, id, decisionAction(r.decision), id)
+		WHERE e.approval_id = $1::text AND e.action = $2) WHERE id = $3`, id, decisionAction(r.decision), r.id)
 	return err
 }
 

@@ -124,8 +124,8 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 	s.open_world_hint_shown AS open_world_hint, t.max_grant_seconds AS tool_max_grant_seconds,
 	GREATEST(a.expires_at - now(), interval '0') AS expires_in, COALESCE(k.name, '') AS api_key_name,
 	a.runtime_client, a.runtime_host, a.runtime_working_directory, a.context_diff,
-	a.proof_required, COALESCE((SELECT p.name FROM approval_receipts r JOIN passkeys p ON p.id = r.passkey_id
-		WHERE r.approval_id = a.id), '') AS proof_passkey,
+	a.proof_required, COALESCE((SELECT string_agg(p.name, ', ' ORDER BY r.id) FROM approval_receipts r
+		JOIN passkeys p ON p.id = r.passkey_id WHERE r.approval_id = a.id), '') AS proof_passkey,
 	a.deciders, COALESCE(a.decider_team, '') AS decider_team, a.quorum, COALESCE(a.owner_team, '') AS owner_team,
 	CASE WHEN a.deciders = 'quorum' THEN (SELECT count(*) FROM approval_votes v
 		WHERE v.approval = a.id AND v.decision = 'approve')::int ELSE 0 END AS approvals_in,

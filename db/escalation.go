@@ -23,9 +23,12 @@ const EventApprovalEscalated = "approval.escalated"
 func (d *DB) EscalateDue(ctx context.Context, limit int) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE approvals u SET escalated_at = now()
+		// CURRENT_TIMESTAMP is now(): the database's clock, read once per
+		// statement, as every other deadline here.
+		rows, err := tx.Query(ctx, `UPDATE approvals u SET escalated_at = CURRENT_TIMESTAMP
 			WHERE u.id IN (SELECT a.id FROM approvals a
-				WHERE a.status = 'pending' AND a.escalated_at IS NULL AND a.escalate_at <= now() AND a.expires_at > now()
+				WHERE a.status = 'pending' AND a.escalated_at IS NULL AND a.escalate_at <= CURRENT_TIMESTAMP
+				  AND a.expires_at > CURRENT_TIMESTAMP
 				ORDER BY a.id LIMIT $1 FOR UPDATE SKIP LOCKED)
 			RETURNING u.id::text`, limit)
 		if err != nil {

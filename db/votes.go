@@ -29,8 +29,10 @@ var errAlreadyVoted = approval.Errorf(approval.KindConflict, approval.CodeAlread
 // line. The first rejection ends the item. An approval turns it approved
 // when the approvals of people who may decide it (the one rule, so never
 // its owner's) reach the quorum — through the same conditional UPDATE as
-// every decision.
-func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer) (Approval, error) {
+// every decision. A delegate's vote is recorded under the person they
+// decide for (p.onBehalfOf), so that the two are one vote; a vote for an
+// item that needs a passkey carries its own receipt (p.receipt).
+func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Answer, p answerPlan) (Approval, error) {
 	var live bool
 	if err := tx.QueryRow(ctx, `SELECT status = 'pending' AND expires_at > now() FROM approvals WHERE id = $1 FOR UPDATE`,
 		a.ID).Scan(&live); err != nil {
@@ -40,6 +42,10 @@ func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Ans
 		return lostDecision(ctx, tx, a.ID, reviewer)
 	}
 	dec := ans.Decision
+	voter := reviewer.Subject
+	if p.onBehalfOf.Subject != "" {
+		voter = p.onBehalfOf.Subject
+	}
 	vote := "approve"
 	if dec == approval.Reject {
 		vote = "reject"
@@ -47,7 +53,7 @@ func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Ans
 		return Approval{}, approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO approval_votes (approval, subject, reviewer_id, decision) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (approval, subject) DO NOTHING`, a.ID, reviewer.Subject, reviewer.ID, vote)
+		ON CONFLICT (approval, subject) DO NOTHING`, a.ID, voter, reviewer.ID, vote)
 	if err != nil {
 		return Approval{}, err
 	}
@@ -76,7 +82,11 @@ func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Ans
 	if err != nil {
 		return Approval{}, err
 	}
-	if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec), mergeDetail(answerDetail(out, ans, answerPlan{}), detail))); err != nil {
+	if err := RecordAudit(ctx, tx, auditForApproval(out, reviewer.Actor(), decisionAction(dec),
+		p.onBehalfOf.detail(mergeDetail(answerDetail(out, ans, p), detail)))); err != nil {
+		return Approval{}, err
+	}
+	if err := linkReceipt(ctx, tx, p.receipt, a.ID); err != nil { // passkey step-up (issue 33)
 		return Approval{}, err
 	}
 	if out.Status != approval.StatusPending {

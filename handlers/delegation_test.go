@@ -139,8 +139,8 @@ func TestDelegationQuorumOneVoteForThePair(t *testing.T) {
 	call := l.call("mail", "send_email", `{"to":"a@example.org"}`)
 	call["user"] = "demo-fiona" // Fiona's agent asks; two of finance must approve
 	item := l.pending(t, call)
-	for _, s := range []string{`INSERT INTO teams (name, source) VALUES ('finance', 'admin')`,
-		`INSERT INTO team_members (team, subject, source) VALUES ('finance', 'demo-member', 'admin'), ('finance', 'demo-finn', 'admin')`,
+	for _, s := range []string{`INSERT INTO teams (name, source) VALUES ('finance', 'admin') ON CONFLICT DO NOTHING`,
+		`INSERT INTO team_members (team, subject, source) VALUES ('finance', 'demo-member', 'admin'), ('finance', 'demo-finn', 'admin') ON CONFLICT DO NOTHING`,
 		`UPDATE approvals SET deciders = 'quorum', decider_team = 'finance', quorum = 2 WHERE id = '` + item + `'`} {
 		if _, err := l.DB.Pool.Exec(ctx, s); err != nil {
 			t.Fatal(err)

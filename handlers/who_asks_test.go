@@ -181,7 +181,7 @@ func TestWhoAsks(t *testing.T) {
 	admin := l.NewBrowser()
 	admin.SignIn("admin")
 	_, audit := admin.Get("/admin/audit?action=approval+requested")
-	line := regexp.MustCompile(`(?s)<tr data-testid="audit-line".*?</tr>`).FindAllString(audit, -1)
+	line := regexp.MustCompile(`(?s)<tr class="audit-line" data-testid="audit-line".*?data-testid="audit-details".*?</tr>`).FindAllString(audit, -1)
 	found := false
 	for _, row := range line {
 		if strings.Contains(row, "dev runtime") {

@@ -31,8 +31,11 @@ ALTER TABLE tools
 ALTER TABLE approvals
     ADD COLUMN proof_required TEXT NOT NULL DEFAULT 'none' CHECK (proof_required IN ('none', 'passkey'));
 
+-- One receipt per approving person: an item approved by one person has
+-- one; an item under a quorum rule has one for each approval vote.
 CREATE TABLE approval_receipts (
-    approval_id        UUID PRIMARY KEY REFERENCES approvals (id) ON DELETE CASCADE,
+    id                 BIGSERIAL PRIMARY KEY,
+    approval_id        UUID NOT NULL REFERENCES approvals (id) ON DELETE CASCADE,
     passkey_id         BIGINT NOT NULL REFERENCES passkeys (id),
     decision           TEXT NOT NULL,
     scope              TEXT NOT NULL,
@@ -46,6 +49,7 @@ CREATE TABLE approval_receipts (
     audit_event_id     BIGINT REFERENCES audit_events (id),
     created_at         TIMESTAMPTZ NOT NULL DEFAULT now()
 );
+CREATE INDEX approval_receipts_approval_idx ON approval_receipts (approval_id);
 
 -- A tool that requires a passkey never offers standing approval: a grant
 -- would approve later calls without one.

@@ -161,6 +161,17 @@ func TestQuorumFlow(t *testing.T) {
 		}
 	})
 
+	t.Run("OKBatchApprovalIsOneVote", func(t *testing.T) {
+		id := l.payment(t, 50000)
+		resp, body := l.Finn.PostForm("/approvals/batch", url.Values{"id": {id}, "decision": {"approve"}})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Your approval is in — 1 of 2 approved") {
+			t.Fatalf("batch: %d %s", resp.StatusCode, body)
+		}
+		if l.status(t, id) != "pending" {
+			t.Fatalf("one approval in a batch decided a two-person call: %s", l.status(t, id))
+		}
+	})
+
 	t.Run("ErrTwentyConcurrentApprovalsCountOnce", func(t *testing.T) {
 		id := l.payment(t, 40000)
 		var wg sync.WaitGroup

@@ -55,6 +55,13 @@ func TestQuorumInBrowsers(t *testing.T) {
 		t.Fatalf("Finn's card: %q", got)
 	}
 	screenshot(t, finn, "quorum-card")
+	if err := chromedp.Do(fiona, chromedp.Navigate(e.BaseURL+"/"), chromedp.WaitVisible(chromedp.CSS(card)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-live]`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(fiona, chromedp.Poll[bool](`document.querySelector('[data-live]').textContent.includes('Live')`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(finn, chromedp.Click(chromedp.CSS(card+` button[value="approve"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="you-approved"]`))); err != nil {
 		t.Fatal(err)
@@ -81,11 +88,9 @@ func TestQuorumInBrowsers(t *testing.T) {
 	default:
 	}
 
-	if err := chromedp.Do(fiona, chromedp.Navigate(e.BaseURL+"/"), chromedp.WaitVisible(chromedp.CSS(card))); err != nil {
-		t.Fatal(err)
-	}
-	if got := text(t, fiona, `[data-testid="quorum-progress"]`); got != "1 of 2 approved" {
-		t.Fatalf("Fiona's card: %q", got)
+	// Fiona's open inbox shows Finn's approval live, without a reload.
+	if _, err := chromedp.Run(fiona, chromedp.Poll[bool](`document.querySelector('[data-testid="quorum-progress"]').textContent === '1 of 2 approved'`)); err != nil {
+		t.Fatalf("Fiona's card never showed Finn's approval: %v", err)
 	}
 	if err := chromedp.Do(fiona, chromedp.Click(chromedp.CSS(card+` button[value="approve"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="decided-card"]`))); err != nil {

@@ -63,6 +63,10 @@ func (h *Handler) decideInBatch(c echo.Context, u db.User, id string, ans db.Ans
 	}
 	e := approval.AsError(err)
 	switch {
+	case err == nil && a.Status == approval.StatusPending:
+		// One approval of a quorum: recorded, and the call waits for others.
+		d := h.decidersOf(ctx, a, u.Subject)
+		out.Words, out.Tone, out.Message = "Your approval is in — "+d.Progress(), "ok", "It waits for "+d.StillNeeded()+" from other people."
 	case err == nil:
 		out.Decided = true
 		out.Words, out.Tone = h.decidedRow(a).Outcome()

@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/views"
 )
@@ -11,7 +13,7 @@ import (
 // got: the approvals so far are read for quorum items only.
 func (h *Handler) decidersOf(ctx context.Context, a db.Approval, viewer string) views.DecidersView {
 	rule := a.Rule()
-	v := views.DecidersView{Needed: rule.Needed(), In: a.ApprovalsIn}
+	v := views.DecidersView{Needed: rule.Needed(), In: a.ApprovalsIn, ItemID: a.ID}
 	if !rule.IsOwner() || a.OwnerTeam != "" {
 		v.Words = rule.Words("the agent's owner", a.OwnerTeam)
 	}
@@ -41,4 +43,26 @@ func (h *Handler) decidersOf(ctx context.Context, a db.Approval, viewer string) 
 		}
 	}
 	return v
+}
+
+// sendProgress sends "progress" for each quorum card the page already shows
+// whose approvals changed (someone else approved), and notes the counts of
+// the cards it shows now.
+func (h *Handler) sendProgress(c echo.Context, pending []db.Approval, shown map[string]bool, seen map[string]int) error {
+	u := CurrentUser(c)
+	for _, a := range pending {
+		prev, ok := seen[a.ID]
+		seen[a.ID] = a.ApprovalsIn
+		if !ok || !shown[a.ID] || prev == a.ApprovalsIn || u == nil {
+			continue
+		}
+		html, err := renderString(c, views.StreamProgress(h.decidersOf(c.Request().Context(), a, u.Subject)))
+		if err != nil {
+			return err
+		}
+		if err := writeEvent(c.Response(), "progress", html); err != nil {
+			return err
+		}
+	}
+	return nil
 }

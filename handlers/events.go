@@ -66,7 +66,10 @@ func (h *Handler) Events(c echo.Context) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	mode := streamMode{countOnly: c.QueryParam("only") == "count"}
+	mode := streamMode{countOnly: c.QueryParam("only") == "count", approvals: map[string]int{}}
+	for _, a := range pending {
+		mode.approvals[a.ID] = a.ApprovalsIn
+	}
 	mode.counts = mode.countOnly || c.QueryParam("with") == "count"
 	if err := h.sendStart(c, pending, mode); err != nil {
 		return nil // headers are sent; the browser reconnects
@@ -172,6 +175,11 @@ func (h *Handler) sendChanges(c echo.Context, known map[string]bool, mode stream
 	}
 	if changed && mode.counts {
 		if err := writeCount(w, pending); err != nil {
+			return known, err
+		}
+	}
+	if !mode.countOnly {
+		if err := h.sendProgress(c, pending, known, mode.approvals); err != nil {
 			return known, err
 		}
 	}

@@ -12,6 +12,9 @@ import (
 type streamMode struct {
 	counts    bool // "count" and "arrived" events
 	countOnly bool // only those: no cards, no render
+	// approvals is the approvals count of each quorum card the stream
+	// showed, so that a change is sent ("progress") without moving the card.
+	approvals map[string]int
 }
 
 // streamCount is the data of a "count" event.

@@ -82,6 +82,8 @@ func TestQuorumFlow(t *testing.T) {
 
 	t.Run("OKTwoOfFinanceThenClaimOnce", func(t *testing.T) {
 		id := l.payment(t, 25000)
+		fionaStream := openViewerStream(t, l.Fiona, "/events?with=count")
+		fionaStream.waitFor(t, id)
 		if status, _, _ := page(t, l.Member, id); status != http.StatusNotFound {
 			t.Fatalf("Maya (her own agent, two-person rule) opens it: %d", status)
 		}
@@ -99,6 +101,9 @@ func TestQuorumFlow(t *testing.T) {
 		if got := testid(d, "quorum-progress"); got != "1 of 2 approved" {
 			t.Fatalf("after Finn: %q", got)
 		}
+		// Fiona's open inbox hears of it live, in place.
+		fionaStream.waitFor(t, "event: progress")
+		fionaStream.waitFor(t, `id="quorum-progress-`+id+`" data-testid="quorum-progress" hx-swap-oob="true">1 of 2 approved`)
 		if !d.has(`data-testid="you-approved"`) || d.has(`name="decision" value="approve"`) {
 			t.Fatal("Finn's card still offers Approve after his approval")
 		}
@@ -158,6 +163,17 @@ func TestQuorumFlow(t *testing.T) {
 			if l.status(t, id) != "rejected" {
 				t.Fatalf("after a rejection: %s", l.status(t, id))
 			}
+		}
+	})
+
+	t.Run("OKBatchApprovalIsOneVote", func(t *testing.T) {
+		id := l.payment(t, 50000)
+		resp, body := l.Finn.PostForm("/approvals/batch", url.Values{"id": {id}, "decision": {"approve"}})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Your approval is in — 1 of 2 approved") {
+			t.Fatalf("batch: %d %s", resp.StatusCode, body)
+		}
+		if l.status(t, id) != "pending" {
+			t.Fatalf("one approval in a batch decided a two-person call: %s", l.status(t, id))
 		}
 	})
 

@@ -17,6 +17,8 @@ type DecidersView struct {
 	// TeamCall names the team the call came to the viewer through, when it
 	// is not their own agent's ("" for their own).
 	TeamCall string
+	// ItemID is the call's id: the progress is updated live by it.
+	ItemID string
 }
 
 // Quorum reports whether the call needs more than one approval.

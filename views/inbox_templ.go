@@ -71,7 +71,7 @@ func Inbox(v InboxView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" sse-swap=\"sync,new,gone,recent\" hx-swap=\"none\"><section aria-labelledby=\"pending-heading\"><h2 id=\"pending-heading\" class=\"visually-hidden\">Waiting for you</h2>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" sse-swap=\"sync,new,gone,recent,progress\" hx-swap=\"none\"><section aria-labelledby=\"pending-heading\"><h2 id=\"pending-heading\" class=\"visually-hidden\">Waiting for you</h2>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

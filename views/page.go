@@ -78,7 +78,6 @@ func (p Page) adminNav() []navItem {
 		{"api-keys", "API keys", "/admin/api-keys"},
 		{"webhooks", "Webhooks", "/admin/webhooks"},
 		{"teams", "Teams", "/admin/teams"},
-		{"pending", "Pending", "/admin/pending"},
 	}
 }
 

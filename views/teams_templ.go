@@ -74,7 +74,7 @@ func Teams(v TeamsView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><div><h1>Teams</h1><p class=\"lede\">Who may decide a tool’s calls when its rule names a team. Teams come from the identity provider’s groups (refreshed at every sign-in) and from here.</p></div></div><form class=\"panel inline-form\" method=\"post\" action=\"/admin/teams\" data-testid=\"team-create\"><input type=\"hidden\" name=\"csrf_token\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><div><h1>Teams</h1><p class=\"lede\">Who may decide a tool’s calls when its rule names a team. Teams come from the identity provider’s groups (refreshed at every sign-in) and from here. <a href=\"/admin/pending\" data-testid=\"pending-overview-link\">See every pending call and who may decide it</a>.</p></div></div><form class=\"panel inline-form\" method=\"post\" action=\"/admin/teams\" data-testid=\"team-create\"><input type=\"hidden\" name=\"csrf_token\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

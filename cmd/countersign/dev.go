@@ -132,7 +132,7 @@ func devReady(ctx context.Context, cfg *web.Config, log *slog.Logger, dataDir st
 			log.Error("dev API key", "err", err)
 		}
 		printHandover(stdout, handover{BaseURL: cfg.BaseURL.String(), APIKey: key, KeyFile: keyFile,
-			DatabaseURL: redactedURL(cfg.DatabaseURL), Users: []dev.DemoUser{dev.DemoMember, dev.DemoAdmin}})
+			DatabaseURL: redactedURL(cfg.DatabaseURL), Users: []dev.DemoUser{dev.DemoMember, dev.DemoAdmin, dev.DemoFinn, dev.DemoFiona, dev.DemoSam}})
 		if noAgent {
 			return
 		}

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,5 +306,68 @@ func (f *orgFixture) wantVote(t *testing.T, id, subject string, reviewerID int64
 	}
 	if sub != subject || rev != reviewerID {
 		t.Fatalf("vote under %q by user %d, want under %q by %d", sub, rev, subject, reviewerID)
+	}
+}
+
+// TestQuorumProofConcurrent: three of finance approve a two-person passkey
+// item at once, each with a valid assertion. Exactly two votes count; the
+// third finds it decided; each counted vote keeps one receipt linked to
+// its own line, and no receipt of a refused vote survives.
+func TestQuorumProofConcurrent(t *testing.T) {
+	ctx := context.Background()
+	f := newQuorumProofFixture(t)
+	auth := testenv.NewSoftAuthenticator(t, passkeyBase)
+	// A third finance member who may decide: Frank.
+	frank, err := f.store.SignIn(ctx, db.User{Issuer: "https://idp.example", Subject: "frank", Name: "Frank",
+		Email: "frank@example.com", EmailVerified: true, Groups: []string{"finance"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.passkeys["frank"], err = f.store.AddPasskey(ctx, frank, "Frank's laptop", auth.Credential(t)); err != nil {
+		t.Fatal(err)
+	}
+	f.keys["frank"] = auth
+	for round := 0; round < 5; round++ {
+		a := f.bigPayment(t)
+		voters := []db.User{f.finn, f.fiona, frank}
+		assertions := make([][]byte, len(voters))
+		for i, u := range voters {
+			assertions[i] = f.assert(t, u.Subject, a)
+		}
+		errs := make([]error, len(voters))
+		var wg sync.WaitGroup
+		for i, u := range voters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = f.approve(u, a, assertions[i])
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case approval.KindOf(err) != approval.KindConflict:
+				t.Fatalf("round %d: %s: %v", round, voters[i].Subject, err)
+			}
+		}
+		got := f.get(t, a.ID, f.finn)
+		if ok != 2 || got.Status != approval.StatusApproved || got.ApprovalsIn != 2 {
+			t.Fatalf("round %d: %d recorded, %s with %d approvals; want 2, approved, 2", round, ok, got.Status, got.ApprovalsIn)
+		}
+		rs := f.receipts(t, a.ID)
+		if len(rs) != 2 || rs[0].eventID == 0 || rs[1].eventID == 0 || rs[0].eventID == rs[1].eventID {
+			t.Fatalf("round %d: receipts %+v", round, rs)
+		}
+		for _, r := range rs {
+			if r.passkeyID != f.passkeys[r.actor].ID || r.linePasskeyID != r.passkeyID {
+				t.Fatalf("round %d: receipt %+v not linked to its voter's line", round, r)
+			}
+		}
+	}
+	if rep, err := f.store.VerifyReceipts(ctx); err != nil || !rep.OK() || rep.Checked != 10 {
+		t.Fatalf("audit verify's receipts: %v %s", err, rep)
 	}
 }

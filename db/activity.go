@@ -87,11 +87,15 @@ type ActivityPage struct {
 
 // activityScope is the one rule of whose calls a viewer sees on the
 // Activity page, and every read of it goes through here: a member sees the
-// calls their own agents made (the conversation's owner is the viewer); an
-// admin sees everyone's (those with no owner too), or one person's when
-// person is set. The condition is over audit_events as e, its argument
-// numbered n.
-func activityScope(viewer User, person string, n int) (string, any) {
+// calls their own agents made (the conversation's owner is the viewer) and
+// those of their teams' keys (lines with no owner, by a key of a team the
+// viewer is in); an admin sees everyone's (those with no owner too), or one
+// person's when person is set. The condition is over audit_events as e,
+// its argument numbered n.
+// teamKeys says whether the viewer's teams have keys at all: without them
+// the member's condition is the owner's alone, which the owner index
+// answers.
+func activityScope(viewer User, person string, n int, teamKeys bool) (string, any) {
 	switch {
 	case viewer.IsAdmin && person == "":
 		// Calls with no owner too: a team key's, or a refusal recorded
@@ -100,7 +104,24 @@ func activityScope(viewer User, person string, n int) (string, any) {
 	case viewer.IsAdmin:
 		return "e.owner_subject = $" + strconv.Itoa(n), person
 	}
-	return "e.owner_subject = $" + strconv.Itoa(n), viewer.Subject
+	p := "$" + strconv.Itoa(n)
+	if !teamKeys {
+		return "e.owner_subject = " + p, viewer.Subject
+	}
+	return "(e.owner_subject = " + p + " OR (e.owner_subject = '' AND EXISTS (SELECT 1 FROM api_keys k JOIN team_members m ON m.team = k.team" +
+		" WHERE m.subject = " + p + " AND k.name = (CASE WHEN e.actor_kind = '" + approval.ActorAPIKey + "' THEN e.actor_name" +
+		" ELSE e.detail->>'agent_key' END))))", viewer.Subject
+}
+
+// hasTeamKeys reports whether a key belongs to one of a member's teams.
+func (d *DB) hasTeamKeys(ctx context.Context, viewer User) (bool, error) {
+	if viewer.IsAdmin {
+		return false, nil
+	}
+	var ok bool
+	err := d.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys k JOIN team_members m ON m.team = k.team
+		WHERE m.subject = $1)`, viewer.Subject).Scan(&ok)
+	return ok, err
 }
 
 const activitySelect = `SELECT e.id, e.at, e.action, e.actor_kind, e.actor_name,
@@ -144,7 +165,11 @@ func (d *DB) ListActivity(ctx context.Context, viewer User, f ActivityFilter) (A
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
 	}
-	scope, who := activityScope(viewer, f.Person, len(args)+1)
+	teamKeys, err := d.hasTeamKeys(ctx, viewer)
+	if err != nil {
+		return ActivityPage{}, translate("activity", err)
+	}
+	scope, who := activityScope(viewer, f.Person, len(args)+1, teamKeys)
 	if who != nil {
 		args = append(args, who)
 	}
@@ -204,7 +229,11 @@ func (d *DB) ActivityPeople(ctx context.Context) ([]ActivityPerson, error) {
 // page's agent filter: a member is not shown the names of keys that never
 // made a call of theirs.
 func (d *DB) ActivityAgents(ctx context.Context, viewer User) ([]string, error) {
-	scope, who := activityScope(viewer, "", 2)
+	teamKeys, err := d.hasTeamKeys(ctx, viewer)
+	if err != nil {
+		return nil, translate("activity agents", err)
+	}
+	scope, who := activityScope(viewer, "", 2, teamKeys)
 	args := []any{approval.ActivityActions("")}
 	if who != nil {
 		args = append(args, who)

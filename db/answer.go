@@ -120,7 +120,9 @@ func planAnswer(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans A
 	if p.onBehalfOf, err = decidingFor(ctx, tx, a.ID, reviewer.Subject); err != nil {
 		return p, err
 	}
-	if p.onBehalfOf.Subject != "" && dec != approval.Approve && dec != approval.Reject {
+	// Standing consent is the owner's alone: a delegate, a backup team's
+	// member or anyone else a rule names decides this call only.
+	if (p.onBehalfOf.Subject != "" || reviewer.Subject != a.OwnerSubject) && dec != approval.Approve && dec != approval.Reject {
 		return p, errDelegateStanding
 	}
 	p.standing = dec == approval.ApproveConversation || dec == approval.AlwaysAllow || dec == approval.AlwaysMatching

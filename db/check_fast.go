@@ -120,7 +120,7 @@ var keyAndToolSQL = `WITH c AS (SELECT k.id AS k_id, k.name AS k_name, k.key_pre
 	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
 	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
 	WHERE k.key_hash = $3 AND k.revoked_at IS NULL), ` +
-	policyAllowLine("k_id", "k_name", "$4", "$5", "$6", "$7") + `
+	policyAllowLine("k_id", "k_name", "k_team", "$4", "$5", "$6", "$7") + `
 	SELECT k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + `,
 		rejections, conversation_grant, always_grant, scoped_grants, same_call FROM c`
 
@@ -144,18 +144,23 @@ const toolColumns = `id, connector, name, display_name, description, read_only_h
 // and of nothing else, since a transaction that writes anything else
 // commits as usual (see docs/security.md). A call whose condition was
 // false is recorded by the group writer (outcomeRecord).
-func policyAllowLine(keyID, keyName, owner, conv, turn, call string) string {
+//
+// A person's key that names no user is refused after the read
+// (errUserRequired), so no line is written for it: team is the key's team
+// (NULL for a person's key).
+func policyAllowLine(keyID, keyName, team, owner, conv, turn, call string) string {
 	return `policy_allowed AS (INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool,
 		conversation_id, turn_id, detail, owner_subject)
 	SELECT '` + approval.ActorAPIKey + `', ` + keyID + `::text, ` + keyName + `, '` + approval.ActionAllowedByPolicy + `', c.connector, c.name,
 		` + conv + `, ` + turn + `, jsonb_build_object('agent_key', ` + keyName + `, 'call_id', ` + call + `, 'rule', c.mode,
 		'policy_version', c.policy_version), ` + owner + `
-	FROM c WHERE c.mode = '` + string(approval.ModeAllow) + `' AND set_config('synchronous_commit', 'off', true) = 'off')`
+	FROM c WHERE c.mode = '` + string(approval.ModeAllow) + `' AND (` + owner + ` <> '' OR ` + team + ` IS NOT NULL)
+		AND set_config('synchronous_commit', 'off', true) = 'off')`
 }
 
 // checkToolLineSQL is checkToolSQL that also writes the audit line of a
 // call its policy allows (policyAllowLine); $9 is the key's name.
-var checkToolLineSQL = `WITH c AS (` + checkToolSQL + `), ` + policyAllowLine("$3", "$9::text", "$4", "$5", "$6", "$7") + `
+var checkToolLineSQL = `WITH c AS (` + checkToolSQL + `), ` + policyAllowLine("$3", "$9::text", "(SELECT k.team FROM api_keys k WHERE k.id = $3)", "$4", "$5", "$6", "$7") + `
 	SELECT ` + toolColumns + ` FROM c`
 
 // askingTools remembers the tools whose policy asked a person when a

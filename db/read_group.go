@@ -125,7 +125,7 @@ var keyToolGroupSQL = `WITH c AS (SELECT r.ord, r.owner AS c_owner, r.conv AS c_
 	JOIN api_keys k ON k.key_hash = r.key_hash AND k.revoked_at IS NULL
 	LEFT JOIN LATERAL (` + replaceEach(checkToolSQL, "$1", "r.connector", "$2", "r.tool", "$3", "k.id", "$4", "r.owner",
 	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest") + `) t ON true), ` +
-	policyAllowLine("c.k_id", "c.k_name", "c.c_owner", "c.c_conv", "c.c_turn", "c.c_call") + `
+	policyAllowLine("c.k_id", "c.k_name", "c.k_team", "c.c_owner", "c.c_conv", "c.c_turn", "c.c_call") + `
 	SELECT ord, k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + ` FROM c`
 
 // replaceEach replaces, in one pass, each old of the pairs with its new; it

@@ -52,8 +52,11 @@ func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Ans
 	} else if dec != approval.Approve {
 		return Approval{}, approval.Errorf(approval.KindUnprocessable, approval.CodeNotOffered, "That answer is not offered for this call.")
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO approval_votes (approval, subject, reviewer_id, decision) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (approval, subject) DO NOTHING`, a.ID, voter, reviewer.ID, vote)
+	// One vote per person and item: under their own name or, as a
+	// delegate, under the person's — never both (approval_votes' two
+	// unique keys).
+	tag, err := tx.Exec(ctx, `INSERT INTO approval_votes (approval, subject, reviewer_id, decision, with_proof)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, a.ID, voter, reviewer.ID, vote, p.receipt != nil)
 	if err != nil {
 		return Approval{}, err
 	}
@@ -61,8 +64,12 @@ func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Ans
 		return Approval{}, errAlreadyVoted
 	}
 	var in int
+	// A vote counts while its subject may still decide the item in their
+	// own right (a delegate's vote is under the person's subject), and,
+	// once the item needs a passkey, only if it was cast with one.
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM approval_votes v JOIN approvals a ON a.id = v.approval
-		WHERE v.approval = $1 AND v.decision = 'approve' AND `+mayDecideSQL("v.subject"), a.ID).Scan(&in); err != nil {
+		WHERE v.approval = $1 AND v.decision = 'approve' AND countersign_may_decide_self(a, v.subject)
+		  AND (a.proof_required <> 'passkey' OR v.with_proof)`, a.ID).Scan(&in); err != nil {
 		return Approval{}, err
 	}
 	detail := map[string]any{"quorum": a.Quorum, "approvals": in, "team": a.DeciderTeam}

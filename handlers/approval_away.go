@@ -19,15 +19,20 @@ func (h *Handler) awayNote(c echo.Context, a db.Approval, card *views.ApprovalCa
 		card.Away.EscalatedAfter = approval.DelayWords(time.Duration(*a.EscalateAfterSeconds) * time.Second)
 	}
 	u := CurrentUser(c)
-	if u == nil || a.OwnerSubject == u.Subject {
+	if u != nil && a.OwnerSubject == u.Subject {
 		return // one's own call: decided in one's own right, or not at all
 	}
-	names, err := h.DB.DecidingFor(c.Request().Context(), []string{a.ID}, u.Subject)
-	if err != nil {
-		// Fail closed: without knowing, offer no standing answers.
-		h.Log.Warn("deciding for", "err", err)
+	// Anyone but the owner decides this call only: standing consent is the
+	// owner's alone (a backup team's member, a delegate, a team's member).
+	var name string
+	if u != nil {
+		names, err := h.DB.DecidingFor(c.Request().Context(), []string{a.ID}, u.Subject)
+		if err != nil {
+			h.Log.Warn("deciding for", "err", err)
+		}
+		name = names[a.ID]
 	}
-	if name, ok := names[a.ID]; ok || err != nil {
+	{
 		card.Away.DecidingFor = name
 		kept := card.Decisions[:0:0]
 		for _, d := range card.Decisions {

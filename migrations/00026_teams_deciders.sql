@@ -59,7 +59,9 @@ CREATE TABLE approval_votes (
     reviewer_id BIGINT REFERENCES users (id),
     decision    TEXT NOT NULL CHECK (decision IN ('approve', 'reject')),
     at          TIMESTAMPTZ NOT NULL DEFAULT now(),
-    UNIQUE (approval, subject)
+    UNIQUE (approval, subject),
+    -- Nobody approves twice: not as themselves and again as a delegate.
+    UNIQUE (approval, reviewer_id)
 );
 
 -- countersign_is_member says whether viewer belongs to team, from either

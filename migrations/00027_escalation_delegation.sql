@@ -110,6 +110,9 @@ BEGIN
     IF countersign_may_decide_self(a, viewer) THEN
         RETURN viewer;
     END IF;
+    IF a.owner_subject = viewer THEN
+        RETURN NULL; -- the agent's owner never decides their own call in someone else's place
+    END IF;
     IF a.deciders = 'quorum' AND (a.owner_subject = viewer OR countersign_is_member(a.decider_team, viewer)
         OR (a.escalate_to <> '' AND countersign_is_member(a.escalate_to, viewer))) THEN
         RETURN NULL; -- a quorum that counts the viewer: never for someone else

@@ -50,6 +50,9 @@ CREATE TABLE approval_receipts (
     created_at         TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 CREATE INDEX approval_receipts_approval_idx ON approval_receipts (approval_id);
+-- A quorum vote cast with a passkey; when an item comes to need one while
+-- its quorum is under way, only such votes count.
+ALTER TABLE approval_votes ADD COLUMN with_proof BOOLEAN NOT NULL DEFAULT false;
 
 -- A tool that requires a passkey never offers standing approval: a grant
 -- would approve later calls without one.
@@ -92,6 +95,7 @@ DROP TRIGGER approvals_proof_receipt ON approvals;
 DROP FUNCTION approvals_proof_receipt();
 DROP TRIGGER tools_proof_no_standing ON tools;
 DROP FUNCTION tools_proof_no_standing();
+ALTER TABLE approval_votes DROP COLUMN with_proof;
 DROP TABLE approval_receipts;
 ALTER TABLE approvals DROP COLUMN proof_required;
 ALTER TABLE tools DROP COLUMN proof_condition, DROP COLUMN proof;

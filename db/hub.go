@@ -28,11 +28,16 @@ type Change struct {
 }
 
 // changeOf is the notification that wakes everyone's screens that may show
-// item a: its owner's and its teams' members'. Streams re-read through the
+// item a: its owner's and its teams' members' (the backup team's too, once
+// the item escalated). Streams re-read through the
 // one rule of who may decide, so a poke too many shows nothing more.
 func changeOf(a Approval) Change {
 	ch := Change{ApprovalID: a.ID, Owner: a.OwnerSubject}
-	for _, t := range []string{a.DeciderTeam, a.OwnerTeam} {
+	backup := ""
+	if a.EscalatedAt != nil {
+		backup = a.EscalateTo
+	}
+	for _, t := range []string{a.DeciderTeam, a.OwnerTeam, backup} {
 		if t != "" && !slices.Contains(ch.Teams, t) {
 			ch.Teams = append(ch.Teams, t)
 		}

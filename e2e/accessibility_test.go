@@ -230,6 +230,11 @@ func walkEveryScreen(t *testing.T, e *testenv.Env, open func() context.Context, 
 	visit(admin, "api-key-revoke", chromedp.Click(chromedp.CSS(`[data-testid="api-key-row"] [data-testid="revoke"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="revoke-dialog"]`)))
 	visit(admin, "webhooks", chromedp.Navigate(e.BaseURL+"/admin/webhooks"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	// Who decides, delegation and passkeys: the organisation's screens.
+	visit(admin, "teams", chromedp.Navigate(e.BaseURL+"/admin/teams"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	visit(admin, "pending-overview", chromedp.Navigate(e.BaseURL+"/admin/pending"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	visit(admin, "delegations", chromedp.Navigate(e.BaseURL+"/admin/delegations"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
+	visit(admin, "passkeys", chromedp.Navigate(e.BaseURL+"/admin/passkeys"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 	visit(admin, "not-found", chromedp.Navigate(e.BaseURL+"/no-such-page"), chromedp.WaitVisible(chromedp.CSS(`h1`)))
 	stop()
 }

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -114,5 +115,48 @@ func TestRefusedCheckNoPolicyAllowLine(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d %q lines for an allowed check, want 1", n, approval.ActionAllowedByPolicy)
+	}
+}
+
+// The owner never decides their own call as someone's delegate: a team
+// rule (oncall) on mail.send_email; Otto, oncall's member, names Maya as his
+// delegate; Maya's own agent asks. Maya gets 404 on the item and cannot
+// decide it; Otto decides it.
+func TestOwnerNotDelegateOfOwnCallHTTP(t *testing.T) {
+	ctx := context.Background()
+	l := newLoop(t)
+	otto := l.withOncall(t)
+	if _, err := l.DB.SetToolPolicy(ctx, approval.SystemActor, "mail", "send_email", approval.Policy{
+		Mode: approval.ModeRequireApproval, Rule: approval.DeciderRule{Deciders: approval.DecidersTeam, Team: "oncall"}}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := otto.PostForm("/settings/away", url.Values{"delegate_email": {dev.DemoMember.Email},
+		"until": {awayUntil(3 * time.Hour)}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("Otto names Maya: %d\n%s", resp.StatusCode, body)
+	}
+	if n := count(t, l.Env, `SELECT count(*) FROM delegations WHERE person_subject = 'demo-otto'
+		AND delegate_subject = $1 AND ended_at IS NULL`, dev.DemoMember.Subject); n != 1 {
+		t.Fatalf("delegations from Otto to Maya: %d", n)
+	}
+	item := l.pending(t, l.call("mail", "send_email", `{"to":"own-call@example.org"}`))
+	if resp, _ := l.Member.Get("/approvals/" + item); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("Maya reads her own agent's item as Otto's delegate: %d, want 404", resp.StatusCode)
+	}
+	for _, d := range []string{"approve", "reject"} {
+		if s, _ := decide(l.Member, item, d); s != http.StatusNotFound {
+			t.Fatalf("Maya's %s of her own agent's item: %d, want 404", d, s)
+		}
+	}
+	if _, inbox := l.Member.Get("/"); contains(inbox, item) {
+		t.Fatal("the item is in Maya's inbox")
+	}
+	if st := l.status(t, item); st != string(approval.StatusPending) {
+		t.Fatalf("status %s", st)
+	}
+	if s, body := decide(otto, item, "approve"); s != http.StatusOK && s != http.StatusSeeOther {
+		t.Fatalf("Otto's approval: %d\n%s", s, body)
+	}
+	if st := l.status(t, item); st != string(approval.StatusApproved) {
+		t.Fatalf("status %s", st)
 	}
 }

@@ -182,6 +182,19 @@ func (d *DB) ApprovalForKey(ctx context.Context, id string, key APIKey) (Approva
 // viewer's subject): every read that shows items to a person filters by it.
 func mayDecideSQL(viewer string) string { return `countersign_may_decide(a, ` + viewer + `)` }
 
+// mayDecideListSQL is mayDecideSQL for lists over many items: it first
+// keeps the items the viewer could possibly decide — owned by the viewer
+// or by someone they stand in for, or routed to one of those people's
+// teams (migration 00030) — which indexes answer, so that the predicate
+// runs on those alone. It never adds an item the predicate refuses.
+func mayDecideListSQL(viewer string) string {
+	return `(a.owner_subject IN (SELECT countersign_viewer_people(` + viewer + `))
+		OR a.decider_team IN (SELECT countersign_viewer_teams(` + viewer + `))
+		OR a.owner_team IN (SELECT countersign_viewer_teams(` + viewer + `))
+		OR a.escalate_to IN (SELECT countersign_viewer_teams(` + viewer + `)))
+		AND ` + mayDecideSQL(viewer)
+}
+
 // ApprovalForViewer returns the item if subject may decide it (its owner,
 // or whoever its approver rule names); anyone else gets not found, as if
 // it did not exist.
@@ -218,7 +231,7 @@ const PendingLimit = 200
 // PendingLimit, the ones that expire last are left out.
 func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
-		WHERE a.status = 'pending' AND a.expires_at > now() AND `+mayDecideSQL("$1")+`
+		WHERE a.status = 'pending' AND a.expires_at > now() AND `+mayDecideListSQL("$1")+`
 		ORDER BY a.expires_at, a.created_at, a.id LIMIT $2`, subject, PendingLimit))
 	return list, translate("list pending", err)
 }
@@ -227,7 +240,7 @@ func (d *DB) PendingFor(ctx context.Context, subject string) ([]Approval, error)
 // newest first.
 func (d *DB) RecentDecisionsFor(ctx context.Context, subject string, limit int) ([]Approval, error) {
 	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
-		WHERE a.decided_at IS NOT NULL AND `+mayDecideSQL("$1")+`
+		WHERE a.decided_at IS NOT NULL AND `+mayDecideListSQL("$1")+`
 		ORDER BY a.decided_at DESC, a.id LIMIT $2`, subject, limit))
 	return list, translate("list recent decisions", err)
 }

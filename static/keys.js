@@ -62,8 +62,10 @@ function watch() {
   const top = li.getBoundingClientRect().top;
   const form = li.querySelector('form.decide');
   const end = form ? form.getBoundingClientRect().top : li.getBoundingClientRect().bottom;
-  if (top >= 0 && top < vh) { s.top = true; }
-  if (end > 0 && end <= vh) { s.end = true; }
+  // Within a pixel: layout puts edges at fractions of a pixel, and a card
+  // scrolled to its top may sit a fraction above the viewport's edge.
+  if (top > -1 && top < vh) { s.top = true; }
+  if (end > 0 && end < vh + 1) { s.end = true; }
 }
 
 function select(li, focus, scroll) {

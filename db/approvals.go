@@ -188,10 +188,12 @@ func mayDecideSQL(viewer string) string { return `countersign_may_decide(a, ` + 
 // teams (migration 00030) — which indexes answer, so that the predicate
 // runs on those alone. It never adds an item the predicate refuses.
 func mayDecideListSQL(viewer string) string {
-	return `(a.owner_subject IN (SELECT countersign_viewer_people(` + viewer + `))
-		OR a.decider_team IN (SELECT countersign_viewer_teams(` + viewer + `))
-		OR a.owner_team IN (SELECT countersign_viewer_teams(` + viewer + `))
-		OR a.escalate_to IN (SELECT countersign_viewer_teams(` + viewer + `)))
+	// ANY(ARRAY(…)) reads each set once and lets each column's index
+	// answer its arm.
+	people := `ANY(ARRAY(SELECT countersign_viewer_people(` + viewer + `)))`
+	teams := `ANY(ARRAY(SELECT countersign_viewer_teams(` + viewer + `)))`
+	return `(a.owner_subject = ` + people + ` OR a.decider_team = ` + teams + `
+		OR a.owner_team = ` + teams + ` OR a.escalate_to = ` + teams + `)
 		AND ` + mayDecideSQL(viewer)
 }
 

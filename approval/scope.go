@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"path"
 	"slices"
+	"strings"
 )
 
 // GrantScope is what a scoped grant ("Always allow calls like this")
@@ -24,10 +24,14 @@ type ShellScope struct {
 }
 
 // ShellRule covers a simple command whose words start with Words (a prefix
-// of at least two words), or, when Exact, are exactly Words.
+// of at least two words) followed by words none of which is an option
+// (starts with "-") — or any words when Options is set — or, when Exact,
+// whose words are exactly Words. A grant stored before options were told
+// apart has no Options: it covers no option words.
 type ShellRule struct {
-	Words []string `json:"words"`
-	Exact bool     `json:"exact,omitempty"`
+	Words   []string `json:"words"`
+	Exact   bool     `json:"exact,omitempty"`
+	Options bool     `json:"options,omitempty"`
 }
 
 // ArgsScope covers arguments whose keys are all among Fixed and Free, with
@@ -44,28 +48,24 @@ const (
 	ScopeMaxChars = 1024
 )
 
-// neverCovered are commands that run other commands, change who runs them
-// or read a command from their arguments: no scope covers them, exact or
-// not, so that `sudo npm test`, `eval …` or `bash -c '…'` always ask.
-var neverCovered = map[string]bool{
-	"sudo": true, "doas": true, "su": true, "pkexec": true, "runuser": true, "eval": true, "exec": true,
-	"source": true, ".": true, "command": true, "builtin": true, "env": true, "xargs": true, "nohup": true,
-	"nice": true, "ionice": true, "timeout": true, "time": true, "watch": true, "strace": true, "chroot": true,
-	"unshare": true, "setsid": true, "stdbuf": true, "script": true, "parallel": true, "busybox": true,
-	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "csh": true, "tcsh": true,
-}
-
-// exactOnly are commands whose later arguments can run or delete
-// anything (`find . -exec …`, `-delete`): only the exact command is
-// offered, never a prefix.
+// exactOnly are commands whose later arguments can delete or send
+// anything (`rm -rf ~`, `dd of=/dev/sda`, `curl -T secret …`): only the
+// exact command is offered, never a prefix. Commands that run other
+// commands are never covered at all (runners, the one table).
 var exactOnly = map[string]bool{
 	"find": true, "rm": true, "dd": true, "mkfs": true, "chmod": true, "chown": true, "curl": true, "wget": true,
-	"ssh": true, "scp": true, "rsync": true, "python": true, "python3": true, "node": true, "perl": true, "ruby": true,
+	"ssh": true, "scp": true, "rsync": true, "shred": true, "truncate": true, "sftp": true, "nc": true,
 }
 
 // coverable says whether any scope may cover c, and if not, why in words.
+// It is judged on the parsed command; the raw text was judged before
+// (ShellRawHidden).
 func coverable(c ShellCommand) (bool, string) {
 	switch {
+	case c.Keyword != "":
+		return false, "“" + c.Keyword + "” runs other commands: never covered"
+	case c.Negated:
+		return false, "“!” runs other commands: never covered"
 	case c.Depth > 0 || c.In != "":
 		return false, "it runs " + c.In.Words() + ": never covered"
 	case len(c.Redirects) > 0:
@@ -79,29 +79,56 @@ func coverable(c ShellCommand) (bool, string) {
 			return false, "variable assignments are never covered"
 		case !w.Literal:
 			return false, "words computed when it runs (variables, substitutions) are never covered"
-		case w.hidden || HasHidden(w.Value, SingleLine):
+		case w.hidden || ShellRawHidden(w.Value) || ShellRawHidden(w.Text):
 			return false, "hidden characters are never covered"
+		case w.expands:
+			return false, "words the shell expands (*, ?, [, {a,b}, ~) are never covered"
 		}
 	}
-	if neverCovered[path.Base(c.Words[0].Value)] {
+	if runsOthers(c.Words[0].Value) {
 		return false, "“" + c.Words[0].Value + "” runs other commands: never covered"
 	}
 	return true, ""
 }
 
-// covers reports whether rule r covers the simple command c.
+// prefixAllowed reports whether a prefix rule with these words may be
+// offered or honoured: two words or more, not of a command that may only
+// be covered exactly, and not ending where a subcommand runs what follows
+// (uv run, docker exec).
+func prefixAllowed(words []string) bool {
+	return len(words) >= 2 && !exactOnly[runnerKey(words[0])] && !runsOthers(words[0]) &&
+		!subRunner(words[0], words[1])
+}
+
+// covers reports whether rule r covers the simple command c: its words
+// start with the rule's (are exactly them, for an exact rule), and for a
+// prefix, no further word is an option (starts with "-") unless the rule
+// allows options — never for a command whose options are known to run
+// other code — and, for a command that reads NAME=value words as settings
+// (make), none is one.
 func (r ShellRule) covers(c ShellCommand) bool {
 	if ok, _ := coverable(c); !ok || len(r.Words) == 0 || len(c.Words) < len(r.Words) {
 		return false
-	}
-	if !r.Exact && (len(r.Words) < 2 || exactOnly[path.Base(r.Words[0])]) {
-		return false // a prefix this short is never offered: never honoured either
 	}
 	if r.Exact && len(c.Words) != len(r.Words) {
 		return false
 	}
 	for i, w := range r.Words {
 		if c.Words[i].Value != w {
+			return false
+		}
+	}
+	if r.Exact {
+		return true
+	}
+	if !prefixAllowed(r.Words) || (r.Options && !OptionsMayWiden(r.Words[0])) {
+		return false // a prefix never offered is never honoured either
+	}
+	for _, w := range c.Words[len(r.Words):] {
+		if strings.HasPrefix(w.Value, "-") && !r.Options {
+			return false
+		}
+		if settingWord(r.Words[0], w.Value) {
 			return false
 		}
 	}
@@ -129,6 +156,9 @@ func (s *ShellScope) covers(a Arguments) bool {
 	cmd, ok := stringMember(a, s.Argument)
 	if !ok {
 		return false
+	}
+	if ShellRawHidden(cmd) {
+		return false // judged on the raw text first: bash may read it otherwise
 	}
 	v := ParseShell(cmd, "")
 	if !v.Parsed || v.Incomplete || len(v.Commands) == 0 {
@@ -203,4 +233,17 @@ func (s GrantScope) Kind() string {
 		return "shell"
 	}
 	return "arguments"
+}
+
+// CoveringWords is what a stored scoped grant covers, in words, as it is
+// judged today: a shell scope's words are built from its stored rules
+// (so that a grant given before options were told apart reads "but
+// options"); any other scope keeps the words confirmed when it was given
+// (its values are not stored, only their digests).
+func CoveringWords(data []byte, stored string) string {
+	var s GrantScope
+	if len(data) == 0 || json.Unmarshal(data, &s) != nil || s.Shell == nil {
+		return stored
+	}
+	return s.Words()
 }

@@ -1,7 +1,6 @@
 package approval
 
 import (
-	"path"
 	"strconv"
 	"strings"
 )
@@ -22,12 +21,16 @@ type ScopeProposal struct {
 
 // ShellChoice is one simple command of the call: Prefix is its leading
 // words (the first word and one argument) when a prefix is offered, Exact
-// its words when it may be covered at all; Why says why not.
+// its words when it may be covered at all; Why says why not. A prefix
+// covers further words only when none is an option; Options says the
+// person may widen it to "and any options" (never for a command whose
+// options are known to run other code, OptionsRunCode).
 type ShellChoice struct {
-	Text   string   `json:"text"` // as written, shortened
-	Prefix []string `json:"prefix,omitempty"`
-	Exact  []string `json:"exact,omitempty"`
-	Why    string   `json:"why,omitempty"`
+	Text    string   `json:"text"` // as written, shortened
+	Prefix  []string `json:"prefix,omitempty"`
+	Options bool     `json:"options,omitempty"`
+	Exact   []string `json:"exact,omitempty"`
+	Why     string   `json:"why,omitempty"`
 }
 
 // KeyChoice is one key of the call: its value's digest and the value as
@@ -58,6 +61,11 @@ func ProposeScope(a Arguments, shellArg string) ScopeProposal {
 		return ScopeProposal{}
 	}
 	if cmd, ok := stringMember(a, shellArg); ok && shellArg != "" {
+		if ShellRawHidden(cmd) {
+			// Judged on the raw text first: nothing is offered, not even the
+			// exact arguments, for a line bash may read otherwise.
+			return ScopeProposal{}
+		}
 		if v := ParseShell(cmd, ""); v.Parsed && !v.Incomplete && len(v.Commands) <= ScopeMaxCommands {
 			p := ScopeProposal{Argument: shellArg}
 			any := false
@@ -105,11 +113,17 @@ func shellChoice(c ShellCommand) ShellChoice {
 	ch.Exact = words
 	switch {
 	case len(words) < 2:
-	case exactOnly[path.Base(words[0])]:
+	case exactOnly[runnerKey(words[0])]:
 		ch.Why = "“" + words[0] + "” can run or delete anything through its arguments: only this exact command"
+	case subRunner(words[0], words[1]):
+		ch.Why = "“" + words[0] + " " + words[1] + "” runs the command that follows it: only this exact command"
 	case strings.HasPrefix(words[1], "-"):
-	default:
+	case prefixAllowed(words[:2]):
 		ch.Prefix = words[:2]
+		ch.Options = OptionsMayWiden(words[0])
+		if _, known := OptionsRunCode[runnerKey(words[0])]; known {
+			ch.Why = "Options of “" + words[0] + "” can run other code: later calls with options always ask"
+		}
 	}
 	return ch
 }
@@ -132,8 +146,9 @@ func scopeShort(s string) string {
 func (p ScopeProposal) Empty() bool { return len(p.Shell) == 0 && len(p.Keys) == 0 }
 
 // ChooseScope narrows the proposal by the person's choices, as posted in
-// the form's scope fields: for a shell proposal "N:prefix", "N:exact" or
-// "N:none" for the Nth simple command (a command not named keeps its
+// the form's scope fields: for a shell proposal "N:prefix", "N:options"
+// (the prefix and any options, where offered), "N:exact" or "N:none" for
+// the Nth simple command (a command not named keeps its
 // widest choice); for keys "key:NAME" for each key kept fixed to its value
 // (none named: every key fixed — the exact arguments). Anything else, or a
 // choice wider than proposed, is refused. It returns the scope and its
@@ -177,6 +192,8 @@ func chooseShell(p ScopeProposal, choices []string) (GrantScope, string, error) 
 			continue
 		case how == "prefix" && ch.Prefix != nil:
 			r = ShellRule{Words: ch.Prefix}
+		case how == "options" && ch.Prefix != nil && ch.Options:
+			r = ShellRule{Words: ch.Prefix, Options: true}
 		case how == "exact" && ch.Exact != nil:
 			r = ShellRule{Words: ch.Exact, Exact: true}
 		default:
@@ -195,7 +212,7 @@ func chooseShell(p ScopeProposal, choices []string) (GrantScope, string, error) 
 
 func hasRule(rs []ShellRule, r ShellRule) bool {
 	for _, x := range rs {
-		if x.Exact == r.Exact && strings.Join(x.Words, "\x00") == strings.Join(r.Words, "\x00") {
+		if x.Exact == r.Exact && x.Options == r.Options && strings.Join(x.Words, "\x00") == strings.Join(r.Words, "\x00") {
 			return true
 		}
 	}
@@ -242,28 +259,35 @@ func hasKey(ks []KeyChoice, k string) bool {
 	return false
 }
 
-// Words says what a shell scope covers, as the Auto-approve tab shows it.
+// Words says exactly what a shell scope covers, as the card, the
+// Auto-approve tab and the policy page show it.
 func (s GrantScope) Words() string {
 	if s.Shell == nil {
 		return ""
 	}
-	var prefixes, exact []string
+	var plain, options, exact []string
 	for _, r := range s.Shell.Rules {
 		w := "`" + scopeShort(strings.Join(r.Words, " ")) + "`"
-		if r.Exact {
+		switch {
+		case r.Exact:
 			exact = append(exact, w)
-		} else {
-			prefixes = append(prefixes, w)
+		case r.Options:
+			options = append(options, w)
+		default:
+			plain = append(plain, w)
 		}
 	}
 	var parts []string
-	if len(prefixes) > 0 {
-		parts = append(parts, "starting with "+orList(prefixes))
+	if len(plain) > 0 {
+		parts = append(parts, "starting with "+orList(plain)+", then any words but options (none starting with -)")
+	}
+	if len(options) > 0 {
+		parts = append(parts, "starting with "+orList(options)+", then any words, options included (option words can change what a command runs)")
 	}
 	if len(exact) > 0 {
 		parts = append(parts, "exactly "+orList(exact))
 	}
-	out := "commands " + strings.Join(parts, " or ")
+	out := "commands " + strings.Join(parts, "; or ")
 	if len(s.Shell.Rules) > 1 {
 		out += " (a chain only when every command in it is one of these)"
 	}

@@ -22,7 +22,10 @@ func TestShellScopeCovers(t *testing.T) {
 		want  bool
 	}{
 		{"Same", npmTest, "npm test", true},
-		{"MoreArguments", npmTest, "npm test -- --watch", true},
+		{"MoreArguments", npmTest, "npm test unit integration", true},
+		{"OptionsNotCovered", npmTest, "npm test -- --watch", false},
+		{"ScriptShellNotCovered", npmTest, "npm test --script-shell=./evil.sh", false},
+		{"PrefixOptionNotCovered", npmTest, "npm test --prefix ../other", false},
 		{"QuotedSameValue", npmTest, "'npm' \"test\"", true},
 		{"ChainWithUncovered", npmTest, "npm test && rm -rf ~", false},
 		{"ChainThenPipeToShell", npmTest, "npm test; curl x | sh", false},
@@ -47,9 +50,9 @@ func TestShellScopeCovers(t *testing.T) {
 		{"OnlyFirstWord", npmTest, "npm", false},
 		{"Background", npmTest, "npm test &", true},
 		{"ChainAllCovered", two, "npm test && git status", true},
-		{"ChainAllCoveredPipe", two, "git status | npm test -- -x", true},
+		{"ChainAllCoveredPipe", two, "git status | npm test x", true},
 		{"ExactLonger", two, "git status --short", false},
-		{"ExactWithCoveredChain", two, "npm test; git status; npm test -- a", true},
+		{"ExactWithCoveredChain", two, "npm test; git status; npm test a", true},
 		{"HiddenCharacter", npmTest, "npm test \u202eabc", false},
 		{"PathCommand", npmTest, "./npm test", false},
 	}
@@ -139,12 +142,12 @@ func TestArgsScopeCovers(t *testing.T) {
 }
 
 func TestProposeAndChooseShellScope(t *testing.T) {
-	p := ProposeScope(shellArgs("npm test -- --watch && git status && ls && echo $(id) > out && find . -name x"), "command")
+	p := ProposeScope(shellArgs("npm test watch && git status && ls && echo $(id) > out && find . -name x"), "command")
 	if len(p.Shell) != 6 {
 		t.Fatalf("%d choices: %+v", len(p.Shell), p.Shell)
 	}
 	want := []struct{ prefix, exact string }{
-		{"npm test", "npm test -- --watch"}, {"git status", "git status"}, {"", "ls"}, {"", ""}, {"", ""}, {"", "find . -name x"},
+		{"npm test", "npm test watch"}, {"git status", "git status"}, {"", "ls"}, {"", ""}, {"", ""}, {"", "find . -name x"},
 	}
 	for i, w := range want {
 		if got := strings.Join(p.Shell[i].Prefix, " "); got != w.prefix {
@@ -163,8 +166,11 @@ func TestProposeAndChooseShellScope(t *testing.T) {
 		words   string
 		err     bool
 	}{
-		{"Default", nil, "commands starting with `npm test` or `git status` or exactly `ls` or `find . -name x` (a chain only when every command in it is one of these)", false},
-		{"Narrowed", []string{"0:exact", "1:none", "2:none", "5:none"}, "commands exactly `npm test -- --watch`", false},
+		{"Default", nil, "commands starting with `npm test` or `git status`, then any words but options (none starting with -); or exactly `ls` or `find . -name x` (a chain only when every command in it is one of these)", false},
+		{"Narrowed", []string{"0:exact", "1:none", "2:none", "5:none"}, "commands exactly `npm test watch`", false},
+		{"OptionsForGit", []string{"1:options"}, "", true},
+		{"OptionsForNpm", []string{"0:options"}, "", true},
+		{"OptionsOfExactOnly", []string{"5:options"}, "", true},
 		{"PrefixWhereNone", []string{"2:prefix"}, "", true},
 		{"ExactOfUncoverable", []string{"3:exact"}, "", true},
 		{"NoneLeft", []string{"0:none", "1:none", "2:none", "5:none"}, "", true},
@@ -181,7 +187,7 @@ func TestProposeAndChooseShellScope(t *testing.T) {
 			if err == nil && words != c.words {
 				t.Fatalf("words %q, want %q", words, c.words)
 			}
-			if err == nil && !s.Covers(shellArgs("npm test -- --watch")) {
+			if err == nil && !s.Covers(shellArgs("npm test watch")) {
 				t.Fatal("the scope does not cover the call it came from")
 			}
 		})
@@ -224,5 +230,61 @@ func TestProposalShowsHiddenCharacters(t *testing.T) {
 	s := ProposeScope(shellArgs("echo \"a\u202eb\""), "command")
 	if len(s.Shell) != 0 && HasHidden(s.Shell[0].Text, SingleLine) {
 		t.Fatalf("%+v", s.Shell)
+	}
+}
+
+// TestScopeOptions: a prefix covers option words only when the person
+// widened it to "and any options", which is offered only for commands
+// whose options are not known to run other code, and is checked again by
+// the matcher.
+func TestScopeOptions(t *testing.T) {
+	p := ProposeScope(shellArgs("grep foo src"), "command")
+	if len(p.Shell) != 1 || !p.Shell[0].Options || strings.Join(p.Shell[0].Prefix, " ") != "grep foo" {
+		t.Fatalf("%+v", p.Shell)
+	}
+	plain, _, err := ChooseScope(p, []string{"0:prefix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide, words, err := ChooseScope(p, []string{"0:options"})
+	if err != nil || !strings.Contains(words, "options included (option words can change what a command runs)") {
+		t.Fatalf("%v %q", err, words)
+	}
+	for _, c := range []struct {
+		cmd         string
+		plain, wide bool
+	}{
+		{"grep foo src", true, true},
+		{"grep foo -r src", false, true},
+		{"grep foo --include=*.go src", false, false}, // the glob expands when it runs
+		{"grep foo -- -r", false, true},
+		{"grep bar -r", false, false},
+		{"sudo grep foo -r", false, false},
+	} {
+		if got := plain.Covers(shellArgs(c.cmd)); got != c.plain {
+			t.Errorf("%q covered by the plain prefix: %v", c.cmd, got)
+		}
+		if got := wide.Covers(shellArgs(c.cmd)); got != c.wide {
+			t.Errorf("%q covered with any options: %v", c.cmd, got)
+		}
+	}
+	for _, cmd := range []string{"npm test", "npx jest", "git log", "make build", "git -c x=y log"} {
+		for _, ch := range ProposeScope(shellArgs(cmd), "command").Shell {
+			if ch.Options {
+				t.Errorf("%q: options offered for a command whose options run other code", cmd)
+			}
+		}
+	}
+	// A stored rule with options for such a command is not honoured.
+	for _, r := range []ShellRule{{Words: []string{"npm", "test"}, Options: true}, {Words: []string{"git", "log"}, Options: true}} {
+		g := GrantScope{Shell: &ShellScope{Argument: "command", Rules: []ShellRule{r}}}
+		if g.Covers(shellArgs(strings.Join(r.Words, " ") + " x")) {
+			t.Errorf("%v honoured", r)
+		}
+	}
+	// make reads NAME=value words as settings: never covered after a prefix.
+	mk := GrantScope{Shell: &ShellScope{Argument: "command", Rules: []ShellRule{{Words: []string{"make", "build"}}}}}
+	if !mk.Covers(shellArgs("make build all")) || mk.Covers(shellArgs("make build SHELL=./evil.sh")) {
+		t.Error("make settings")
 	}
 }

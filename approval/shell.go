@@ -44,6 +44,9 @@ type ShellCommand struct {
 	Depth     int             `json:"depth,omitempty"`
 	Redirects []ShellRedirect `json:"redirects,omitempty"`
 	Negated   bool            `json:"negated,omitempty"` // `! cmd`
+	// Keyword is "time", "coproc" or "!" when the command runs under
+	// that shell keyword (every command of the statement it prefixes).
+	Keyword string `json:"keyword,omitempty"`
 }
 
 // ShellWord is one word of a simple command.
@@ -59,6 +62,10 @@ type ShellWord struct {
 	// hidden: the word's own text, outside the substitutions in it (whose
 	// commands are read on their own), holds hidden characters.
 	hidden bool
+	// expands: the shell expands part of a literal word when it runs it
+	// (an unquoted glob, a brace list, a tilde), so its value is not what
+	// the program receives.
+	expands bool
 }
 
 // ShellRedirect is one redirection: its operator (with a file descriptor
@@ -157,6 +164,7 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 		redirs = redirs[max(0, len(redirs)-ShellStoredWords):]
 	}
 	last := -1
+	start := len(w.cmds)
 	switch c := s.Cmd.(type) {
 	case *syntax.CallExpr:
 		last = w.call(src, c, s, depth, in, redirs)
@@ -185,10 +193,12 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 		if c.Stmt != nil {
 			last = w.stmt(src, c.Stmt, depth, in, redirs)
 		}
+		w.keyword(start, "time")
 	case *syntax.CoprocClause:
 		if c.Stmt != nil {
 			last = w.stmt(src, c.Stmt, depth, in, redirs)
 		}
+		w.keyword(start, "coproc")
 	case *syntax.DeclClause, *syntax.TestClause, *syntax.ArithmCmd, *syntax.LetClause:
 		// export/declare/local, [[ ]], (( )) and let are commands too: a
 		// policy must see `export PATH=…` before `git status`.
@@ -201,6 +211,9 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 	if last >= 0 && s.Negated {
 		w.cmds[last].Negated = true
 	}
+	if s.Negated {
+		w.keyword(start, "!")
+	}
 	// Substitutions in redirection targets and here-document bodies run too.
 	for _, r := range s.Redirs {
 		if r.Word != nil {
@@ -211,6 +224,16 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 		}
 	}
 	return last
+}
+
+// keyword marks the commands recorded since start as run under a shell
+// keyword (time, coproc, !), unless an inner one already named one.
+func (w *shellWalker) keyword(start int, kw string) {
+	for i := start; i < len(w.cmds); i++ {
+		if w.cmds[i].Keyword == "" {
+			w.cmds[i].Keyword = kw
+		}
+	}
 }
 
 // builtin records a command the parser reads as its own kind of clause

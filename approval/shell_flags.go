@@ -85,7 +85,7 @@ func shellFlags(w *shellWalker) ([]ShellFlag, []HostCheck) {
 			}
 		}
 		for _, name := range wrapped {
-			if privileged[name] {
+			if isPrivileged(name) {
 				f.add(FlagPrivilege, "Runs as another user ("+name+")", text(), "")
 			}
 		}

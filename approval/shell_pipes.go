@@ -12,7 +12,7 @@ func readsScript(name string, words []ShellWord) bool {
 	switch {
 	case isShell(name):
 		return shellCArg(words) == 0 && scriptArg(words) == 0
-	case interpreters[name]:
+	case isInterpreter(name):
 		for _, w := range words[1:] {
 			if w.Literal && (w.Value == "-" || w.Value == "-s") {
 				return true
@@ -32,7 +32,7 @@ func readsScript(name string, words []ShellWord) bool {
 // downloadRuns flags a shell or eval that runs what a substitution in its
 // words downloads: bash <(curl …), sh -c "$(curl …)", eval "$(wget …)".
 func (w *shellWalker) downloadRuns(f *flagger, i int, name string, text func() string) {
-	if !isShell(name) && !interpreters[name] && name != "eval" && name != "source" && name != "." {
+	if !isShell(name) && !isInterpreter(name) && name != "eval" && name != "source" && name != "." {
 		return
 	}
 	r, ok := w.wordSubs[i]

@@ -11,20 +11,23 @@ import (
 // when it runs, its value with quotes and escapes removed.
 func word(src string, w *syntax.Word) ShellWord {
 	out := ShellWord{Text: nodeText(src, w), hidden: ownHidden(src, w)}
-	var b strings.Builder
+	var b, bare strings.Builder
 	for _, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
 			b.WriteString(unescape(x.Value, false))
+			bare.WriteString(unquotedSkeleton(x.Value))
 		case *syntax.SglQuoted:
 			if x.Dollar { // $'…' holds escapes of its own: read it whole
 				return out
 			}
 			b.WriteString(x.Value)
+			bare.WriteByte('q')
 		case *syntax.DblQuoted:
 			if x.Dollar {
 				return out
 			}
+			bare.WriteByte('q')
 			for _, q := range x.Parts {
 				lit, ok := q.(*syntax.Lit)
 				if !ok {
@@ -37,7 +40,36 @@ func word(src string, w *syntax.Word) ShellWord {
 		}
 	}
 	out.Literal, out.Value = true, b.String()
+	out.expands = expandsWhenRun(bare.String())
 	return out
+}
+
+// unquotedSkeleton is an unquoted part of a word as the shell's expansions
+// see it: each escaped character replaced by a harmless letter.
+func unquotedSkeleton(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			b.WriteByte('e')
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// expandsWhenRun reports whether bash expands a word with this unquoted
+// skeleton: a glob character (* ? [), a brace list ({a,b} or {1..3}) or a
+// tilde at its start or after = or : (~, ~+, ~user, a=~/x).
+func expandsWhenRun(bare string) bool {
+	switch {
+	case strings.ContainsAny(bare, "*?["):
+		return true
+	case strings.Contains(bare, "{") && (strings.Contains(bare, ",") || strings.Contains(bare, "..")):
+		return true
+	}
+	return strings.HasPrefix(bare, "~") || strings.Contains(bare, "=~") || strings.Contains(bare, ":~")
 }
 
 // ownHidden reports whether a word's text holds hidden characters outside
@@ -143,20 +175,6 @@ func joinValues(ws []ShellWord) (string, bool) {
 	return strings.Join(parts, " "), true
 }
 
-// wrappers run the command that follows their own options: privilege
-// tools, environment and scheduling tools, xargs. The value lists each
-// one's options that take an argument.
-var wrappers = map[string]string{
-	"sudo": "-u -g -h -p -C -D -r -t -U -T", "doas": "-u -C", "pkexec": "--user",
-	"env": "-u -C -S --unset --chdir", "nice": "-n --adjustment", "nohup": "", "time": "-f -o",
-	"command": "", "builtin": "", "exec": "-a", "timeout": "-s -k --signal --kill-after", "stdbuf": "-i -o -e",
-	"xargs": "-I -i -n -P -L -l -s -d -E -e -a --max-args --max-procs --delimiter --arg-file --replace", "nocorrect": "", "noglob": "",
-	"ionice": "-c -n -p", "chroot": "", "unbuffer": "", "caffeinate": "", "watch": "-n -d",
-}
-
-// privileged are wrappers that run the command as another user.
-var privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "su": true}
-
 // unwrap skips the leading assignments and wrappers (sudo, env, xargs…)
 // with their options, and returns the words of the command that really
 // runs, and the wrappers skipped.
@@ -167,7 +185,7 @@ func unwrap(ws []ShellWord) ([]ShellWord, []string) {
 	}
 	for len(ws) > 0 {
 		name := commandName(ws[0])
-		opts, ok := wrappers[name]
+		opts, ok := wrapperOptions(name)
 		if !ok {
 			break
 		}
@@ -190,8 +208,8 @@ func skipOptions(name string, takesArg []string, ws []ShellWord) []ShellWord {
 		case name == "env" && strings.Contains(v, "=") && !strings.HasPrefix(v, "-"):
 			ws = ws[1:]
 			continue
-		case (name == "timeout" || name == "chroot") && !strings.HasPrefix(v, "-"):
-			return ws[1:] // the duration, or the new root
+		case positionalFirst[runnerKey(name)] && !strings.HasPrefix(v, "-"):
+			return ws[1:] // the duration, the new root, the lock file…
 		case !strings.HasPrefix(v, "-") || v == "-":
 			return ws
 		}
@@ -214,15 +232,10 @@ func hasOption(opts []string, v string) bool {
 	return false
 }
 
-// shells read and run a script.
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true,
-	"ash": true, "fish": true, "busybox": false}
-
-// interpreters run code read from their input, like shells.
-var interpreters = map[string]bool{"python": true, "python3": true, "python2": true, "perl": true, "ruby": true,
-	"node": true, "php": true, "pwsh": true, "powershell": true, "lua": true, "deno": true, "bun": true, "osascript": true}
-
-func isShell(name string) bool { return shells[name] }
+// positionalFirst are wrappers whose first word after the options is
+// theirs (a duration, a root, a lock file, a CPU mask, a group), not the
+// command they run.
+var positionalFirst = map[string]bool{"timeout": true, "chroot": true, "flock": true, "taskset": true, "chrt": true, "sg": true}
 
 // shellCArg is the index of the command string of `bash -c STRING`
 // (len(words) when it is missing), or 0 when the shell has no -c.

@@ -88,13 +88,15 @@ func coverable(c ShellCommand) (bool, string) {
 	if runsOthers(c.Words[0].Value) {
 		return false, "“" + c.Words[0].Value + "” runs other commands: never covered"
 	}
+	if len(c.Words) > 1 && subRunner(c.Words[0].Value, c.Words[1].Value) {
+		return false, "“" + c.Words[0].Value + " " + c.Words[1].Value + "” runs other commands: never covered"
+	}
 	return true, ""
 }
 
 // prefixAllowed reports whether a prefix rule with these words may be
 // offered or honoured: two words or more, not of a command that may only
-// be covered exactly, and not ending where a subcommand runs what follows
-// (uv run, docker exec).
+// be covered exactly, nor of one that runs other commands.
 func prefixAllowed(words []string) bool {
 	return len(words) >= 2 && !exactOnly[runnerKey(words[0])] && !runsOthers(words[0]) &&
 		!subRunner(words[0], words[1])
@@ -160,11 +162,16 @@ func (s *ShellScope) covers(a Arguments) bool {
 	if ShellRawHidden(cmd) {
 		return false // judged on the raw text first: bash may read it otherwise
 	}
-	v := ParseShell(cmd, "")
+	return s.coversView(ParseShell(cmd, ""))
+}
+
+// coversView judges a parsed command line: one that did not parse, holds
+// a payload that could not be read (Incomplete) or runs nothing is not
+// covered; a chain is covered only when every simple command in it is.
+func (s *ShellScope) coversView(v ShellView) bool {
 	if !v.Parsed || v.Incomplete || len(v.Commands) == 0 {
 		return false
 	}
-	// A chain is covered only when every simple command in it is.
 	for _, c := range v.Commands {
 		if !slices.ContainsFunc(s.Rules, func(r ShellRule) bool { return r.covers(c) }) {
 			return false

@@ -115,8 +115,6 @@ func shellChoice(c ShellCommand) ShellChoice {
 	case len(words) < 2:
 	case exactOnly[runnerKey(words[0])]:
 		ch.Why = "“" + words[0] + "” can run or delete anything through its arguments: only this exact command"
-	case subRunner(words[0], words[1]):
-		ch.Why = "“" + words[0] + " " + words[1] + "” runs the command that follows it: only this exact command"
 	case strings.HasPrefix(words[1], "-"):
 	case prefixAllowed(words[:2]):
 		ch.Prefix = words[:2]

@@ -44,8 +44,8 @@ type ShellCommand struct {
 	Depth     int             `json:"depth,omitempty"`
 	Redirects []ShellRedirect `json:"redirects,omitempty"`
 	Negated   bool            `json:"negated,omitempty"` // `! cmd`
-	// Keyword is "time", "coproc" or "!" when the command runs under
-	// that shell keyword (every command of the statement it prefixes).
+	// Keyword is "time" or "coproc" when the command runs under that
+	// shell keyword (every command of the statement it prefixes).
 	Keyword string `json:"keyword,omitempty"`
 }
 
@@ -211,9 +211,6 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 	if last >= 0 && s.Negated {
 		w.cmds[last].Negated = true
 	}
-	if s.Negated {
-		w.keyword(start, "!")
-	}
 	// Substitutions in redirection targets and here-document bodies run too.
 	for _, r := range s.Redirs {
 		if r.Word != nil {
@@ -227,7 +224,7 @@ func (w *shellWalker) stmt(src string, s *syntax.Stmt, depth int, in ShellPlace,
 }
 
 // keyword marks the commands recorded since start as run under a shell
-// keyword (time, coproc, !), unless an inner one already named one.
+// keyword (time, coproc), unless an inner one already named one.
 func (w *shellWalker) keyword(start int, kw string) {
 	for i := start; i < len(w.cmds); i++ {
 		if w.cmds[i].Keyword == "" {

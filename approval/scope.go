@@ -166,10 +166,10 @@ func (s *ShellScope) covers(a Arguments) bool {
 }
 
 // coversView judges a parsed command line: one that did not parse, holds
-// a payload that could not be read (Incomplete) or runs nothing is not
-// covered; a chain is covered only when every simple command in it is.
+// a payload that could not be read (Incomplete) or a comment, or runs
+// nothing is not covered; a chain is covered only when every simple command in it is.
 func (s *ShellScope) coversView(v ShellView) bool {
-	if !v.Parsed || v.Incomplete || len(v.Commands) == 0 {
+	if !v.Parsed || v.Incomplete || v.comments || len(v.Commands) == 0 {
 		return false
 	}
 	for _, c := range v.Commands {

@@ -28,6 +28,10 @@ type ShellView struct {
 	// Shortened is set when the stored view keeps only part of the parse
 	// (see Bounded); the flags were computed on the whole of it.
 	Shortened bool `json:"shortened,omitempty"`
+	// comments: the line holds a comment. Where a comment ends is where
+	// parsers and bash have disagreed (`# x\` then a new line), so a
+	// scoped grant never covers a line with one.
+	comments bool
 }
 
 // ShellCommand is one simple command: its words as written, the operator
@@ -105,13 +109,25 @@ func ParseShell(src, workdir string) ShellView {
 	}
 	w := &shellWalker{workdir: workdir}
 	w.stmts(src, file.Stmts, 0, PlaceTop, nil)
-	v := ShellView{Parsed: true, Commands: w.cmds, Incomplete: w.incomplete}
+	v := ShellView{Parsed: true, Commands: w.cmds, Incomplete: w.incomplete, comments: hasComments(file)}
 	v.Flags, v.Hosts = shellFlags(w)
 	return v
 }
 
 func parseShellText(src string) (*syntax.File, error) {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+}
+
+// hasComments reports whether a parse holds a comment anywhere.
+func hasComments(f *syntax.File) bool {
+	found := len(f.Last) > 0
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if _, ok := n.(*syntax.Comment); ok {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // shellWalker collects the simple commands of one parse, nested payloads

@@ -48,6 +48,7 @@ type ActivityCall struct {
 	// The standing grant that allowed the call, for a grant's line.
 	GrantID           *int64     `db:"grant_id"`
 	GrantScopeWords   string     `db:"grant_scope_words"`
+	GrantScopeData    []byte     `db:"grant_scope_data"`
 	GrantConversation *string    `db:"grant_conversation"`
 	GrantExpiresAt    *time.Time `db:"grant_expires_at"`
 	GrantRevoked      bool       `db:"grant_revoked"`
@@ -59,7 +60,7 @@ func (c ActivityCall) Outcome() string { return approval.ActivityOutcomeOf(c.Act
 
 // End is what decided the call, as viewer reads it (approval.CallEnd).
 func (c ActivityCall) End(viewer User) approval.CallEnd {
-	e := approval.CallEnd{Action: c.Action, GrantScope: c.GrantScopeWords, GrantConversation: c.GrantConversation != nil,
+	e := approval.CallEnd{Action: c.Action, GrantScope: approval.CoveringWords(c.GrantScopeData, c.GrantScopeWords), GrantConversation: c.GrantConversation != nil,
 		Playbook: c.PlaybookName, RunID: c.RunID, Reviewer: c.ActorName, Reason: c.RejectReason}
 	if c.OwnerSubject != viewer.Subject {
 		e.Owner = c.OwnerName
@@ -129,7 +130,7 @@ const activitySelect = `SELECT e.id, e.at, e.action, e.actor_kind, e.actor_name,
 	e.connector, e.tool, COALESCE(t.display_name, e.tool) AS tool_display, e.conversation_id,
 	COALESCE(NULLIF(a.conversation_title, ''), ct.title, '') AS conversation_title, e.playbook_id, COALESCE(p.name, '') AS playbook_name, e.run_id,
 	e.approval_id, e.owner_subject, COALESCE(u.shown, e.owner_subject) AS owner_name, e.detail,
-	COALESCE(a.reject_reason, '') AS reject_reason, g.id AS grant_id, COALESCE(g.scope_words, '') AS grant_scope_words,
+	COALESCE(a.reject_reason, '') AS reject_reason, g.id AS grant_id, COALESCE(g.scope_words, '') AS grant_scope_words, g.scope AS grant_scope_data,
 	g.conversation_id AS grant_conversation, g.expires_at AS grant_expires_at, g.revoked_at IS NOT NULL AS grant_revoked,
 	COALESCE(g.user_subject, '') AS grant_owner
 	FROM audit_events e

@@ -288,7 +288,7 @@ func TestActivityConditionAllow(t *testing.T) {
 func TestActivityScopedGrant(t *testing.T) {
 	f := newScopedFixture(t)
 	f.give(t, f.check(t, "claude-code", "Bash", bash("npm test")))
-	if res := f.check(t, "claude-code", "Bash", bash("npm test -- --watch")); res.Outcome.Verdict != approval.Allow || !res.Outcome.Scoped {
+	if res := f.check(t, "claude-code", "Bash", bash("npm test unit")); res.Outcome.Verdict != approval.Allow || !res.Outcome.Scoped {
 		t.Fatalf("scoped allow: %+v", res.Outcome)
 	}
 	p, err := f.store.ListActivity(context.Background(), f.user, db.ActivityFilter{Outcome: approval.OutcomeAllowed})
@@ -296,7 +296,7 @@ func TestActivityScopedGrant(t *testing.T) {
 		t.Fatalf("%v %d calls", err, len(p.Calls))
 	}
 	c := p.Calls[0]
-	if w := c.End(f.user).Words(); w != "Allowed by your standing approval: commands starting with `npm test`" || !c.Revocable(f.user) {
+	if w := c.End(f.user).Words(); w != "Allowed by your standing approval: commands starting with `npm test`, then any words but options (none starting with -)" || !c.Revocable(f.user) {
 		t.Fatalf("the scoped grant's row: %q revocable %v", w, c.Revocable(f.user))
 	}
 }

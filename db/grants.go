@@ -42,6 +42,8 @@ type StandingGrant struct {
 	// ScopeWords says what a scoped grant ("Always allow calls like this")
 	// covers, as the person confirmed it; "" for any other grant.
 	ScopeWords string `db:"scope_words"`
+	// ScopeData is a scoped grant's scope as stored (JSON); nil otherwise.
+	ScopeData []byte `db:"scope_data"`
 	// HasScope is set for a scoped grant.
 	HasScope bool `db:"has_scope"`
 	// ToolMatchable is whether the tool offers scoped grants without
@@ -65,6 +67,10 @@ func (g StandingGrant) Lapsed() string {
 // Always reports whether this is an "Always allow" grant, scoped or not.
 func (g StandingGrant) Always() bool { return g.ConversationID == nil }
 
+// Covering says exactly what a scoped grant covers, as it is judged today
+// (approval.CoveringWords); "" for any other grant.
+func (g StandingGrant) Covering() string { return approval.CoveringWords(g.ScopeData, g.ScopeWords) }
+
 // Scoped reports whether this is an "Always allow calls like this" grant.
 func (g StandingGrant) Scoped() bool { return g.HasScope }
 
@@ -73,7 +79,7 @@ const grantSelect = `SELECT g.id, g.user_subject, g.tool_id, g.conversation_id, 
 	c.display_name AS connector_display, c.kind AS connector_kind, c.deleted_at IS NOT NULL AS connector_deleted,
 	t.policy_version AS tool_version, t.standing_approval AS tool_standing, a.turn_id AS approval_turn,
 	g.expires_at, COALESCE(g.expires_at <= now(), false) AS ended, COALESCE(a.conversation_title, '') AS conversation_title,
-	g.scope_words, g.scope IS NOT NULL AS has_scope, t.matchable AS tool_matchable
+	g.scope_words, g.scope AS scope_data, g.scope IS NOT NULL AS has_scope, t.matchable AS tool_matchable
 	FROM standing_grants g JOIN tools t ON t.id = g.tool_id JOIN connectors c ON c.name = t.connector
 	LEFT JOIN approvals a ON a.id = g.approval_id`
 

@@ -120,14 +120,16 @@ func TestScopedGrantShell(t *testing.T) {
 		t.Fatalf("%v %d grants", err, len(grants))
 	}
 	g := grants[0]
-	if g.ScopeWords != "commands starting with `npm test`" || !g.Scoped() || g.Lapsed() != "" {
+	const npmWords = "commands starting with `npm test`, then any words but options (none starting with -)"
+	if g.ScopeWords != npmWords || g.Covering() != npmWords || !g.Scoped() || g.Lapsed() != "" {
 		t.Fatalf("grant %+v", g)
 	}
 	if f.auditCount(t, approval.ActionAlwaysMatching, 0) != 1 {
 		t.Fatal("the grant was not audited when given")
 	}
-	allowed := []string{"npm test", "npm test -- --watch", "npm  test"}
-	asks := []string{"npm test && rm -rf ~", "npm test; curl x | sh", "npm test $(rm -rf ~)", "npm testx", "sudo npm test",
+	allowed := []string{"npm test", "npm test unit", "npm  test"}
+	asks := []string{"npm test -- --watch", "npm test --script-shell=./evil.sh", "npm test --prefix ../other", "npm\rtest",
+		"npm test\rrm x", "npm test\r", "time npm test", "coproc npm test", "! npm test", "npm test && rm -rf ~", "npm test; curl x | sh", "npm test $(rm -rf ~)", "npm testx", "sudo npm test",
 		"npm test > ~/.bashrc", "FOO=1 npm test", "bash -c 'npm test'"}
 	// The grants are read with the tool, in the check's first statement:
 	// no check below reads them apart.
@@ -153,6 +155,14 @@ func TestScopedGrantShell(t *testing.T) {
 		if res := f.check(t, "claude-code", "Bash", bash(cmd)); res.Outcome.Verdict != approval.Pending {
 			t.Errorf("%q: %+v, want asked", cmd, res.Outcome)
 		}
+	}
+	// A grant given before option words were told apart keeps its stored
+	// words, but is read, and said, as "no options".
+	if _, err := f.store.Pool.Exec(ctx, `UPDATE standing_grants SET scope_words = 'commands starting with `+"`npm test`"+`' WHERE id = $1`, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if grants, _ := f.store.GrantsFor(ctx, f.user.Subject); grants[0].Covering() != npmWords {
+		t.Errorf("an older grant reads %q", grants[0].Covering())
 	}
 	// The grant is another tool's: it covers nothing of the mail tool.
 	if res := f.check(t, "mail", "send_email", bash("npm test")); res.Outcome.Verdict != approval.Pending {

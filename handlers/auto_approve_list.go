@@ -60,7 +60,7 @@ func (h *Handler) AutoApproveList(c echo.Context) error {
 
 func grantRow(g db.StandingGrant) views.GrantRow {
 	r := views.GrantRow{ID: g.ID, Tool: g.ToolDisplay, Always: g.Always(), GrantedAt: g.CreatedAt, LastUsedAt: g.LastUsedAt,
-		EndsAt: g.ExpiresAt, Lapsed: g.Lapsed(), Scope: g.ScopeWords}
+		EndsAt: g.ExpiresAt, Lapsed: g.Lapsed(), Scope: g.Covering()}
 	if g.ApprovalTurn != nil {
 		r.FromTurn = *g.ApprovalTurn
 	}

@@ -55,7 +55,7 @@ func (h *Handler) policyForm(c echo.Context, t db.Tool) (views.PolicyForm, error
 		return f, err
 	}
 	for _, g := range grants {
-		f.ScopedGrants = append(f.ScopedGrants, views.ScopedGrantRow{ID: g.ID, User: g.UserName, Scope: g.ScopeWords,
+		f.ScopedGrants = append(f.ScopedGrants, views.ScopedGrantRow{ID: g.ID, User: g.UserName, Scope: g.Covering(),
 			GrantedAt: g.CreatedAt, EndsAt: g.ExpiresAt, LastUsedAt: g.LastUsedAt})
 	}
 	f.Now = h.Now()

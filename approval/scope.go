@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
-	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // GrantScope is what a scoped grant ("Always allow calls like this")
@@ -127,7 +128,7 @@ func (r ShellRule) covers(c ShellCommand) bool {
 		return false // a prefix never offered is never honoured either
 	}
 	for _, w := range c.Words[len(r.Words):] {
-		if strings.HasPrefix(w.Value, "-") && !r.Options {
+		if isOption(w.Value) && !r.Options {
 			return false
 		}
 		if settingWord(r.Words[0], w.Value) {
@@ -253,4 +254,11 @@ func CoveringWords(data []byte, stored string) string {
 		return stored
 	}
 	return s.Words()
+}
+
+// isOption reports whether a word reads as an option: it starts with "-",
+// or with another dash or minus sign (some programs take those for "-").
+func isOption(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	return r == '-' || r == '\u2212' || unicode.Is(unicode.Pd, r)
 }

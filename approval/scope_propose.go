@@ -17,6 +17,10 @@ type ScopeProposal struct {
 	Argument string        `json:"argument,omitempty"` // the shell argument's name
 	// Keys are the call's keys otherwise, in the order sent.
 	Keys []KeyChoice `json:"keys,omitempty"`
+	// Fixed is a key that must stay fixed to its value: a shell tool's
+	// command when none of its commands may be covered (freeing it would
+	// allow any command).
+	Fixed string `json:"fixed,omitempty"`
 }
 
 // ShellChoice is one simple command of the call: Prefix is its leading
@@ -83,6 +87,9 @@ func ProposeScope(a Arguments, shellArg string) ScopeProposal {
 		return ScopeProposal{}
 	}
 	var p ScopeProposal
+	if _, ok := stringMember(a, shellArg); ok && shellArg != "" {
+		p.Fixed = shellArg
+	}
 	for _, m := range a.Members {
 		d, ok := ValueDigest(m.Value)
 		if !ok {
@@ -115,7 +122,7 @@ func shellChoice(c ShellCommand) ShellChoice {
 	case len(words) < 2:
 	case exactOnly[runnerKey(words[0])]:
 		ch.Why = "“" + words[0] + "” can run or delete anything through its arguments: only this exact command"
-	case strings.HasPrefix(words[1], "-"):
+	case isOption(words[1]):
 	case prefixAllowed(words[:2]):
 		ch.Prefix = words[:2]
 		ch.Options = OptionsMayWiden(words[0])
@@ -225,6 +232,9 @@ func chooseKeys(p ScopeProposal, choices []string) (GrantScope, string, error) {
 			return GrantScope{}, "", scopeErr("That scope is not one offered for this call.")
 		}
 		fixed[k] = true
+	}
+	if p.Fixed != "" && len(choices) > 0 && !fixed[p.Fixed] {
+		return GrantScope{}, "", scopeErr("The command must stay fixed: freeing it would allow any command.")
 	}
 	s := &ArgsScope{Fixed: map[string]string{}}
 	var fixedWords, freeWords []string

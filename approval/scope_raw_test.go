@@ -130,3 +130,31 @@ func TestRunnersFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeShellKeyStaysFixed: when no command of a shell call may be
+// covered, the proposal falls back to the exact arguments, and the
+// command cannot be freed (a grant on the description alone would allow
+// any command).
+func TestScopeShellKeyStaysFixed(t *testing.T) {
+	p := ProposeScope(shellArgs("sudo rm -rf /"), "command")
+	if p.Fixed != "command" || len(p.Keys) != 2 {
+		t.Fatalf("%+v", p)
+	}
+	if _, _, err := ChooseScope(p, []string{"key:description"}); err == nil {
+		t.Fatal("the command was freed")
+	}
+	s, _, err := ChooseScope(p, []string{"key:command"})
+	if err != nil || !s.Covers(shellArgs("sudo rm -rf /")) || s.Covers(shellArgs("sudo rm -rf ~")) {
+		t.Fatalf("%v %+v", err, s)
+	}
+}
+
+// TestScopeUnicodeDash: a word starting with another dash or a minus sign
+// counts as an option.
+func TestScopeUnicodeDash(t *testing.T) {
+	for _, cmd := range []string{"npm test \u2013script-shell=x", "npm test \u2014prefix", "npm test \u2212C"} {
+		if npmTestScope().Covers(shellArgs(cmd)) {
+			t.Errorf("%q covered", cmd)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func TestScopeKeywordsAndRunners(t *testing.T) {
 		"/usr/bin/sudo npm test", "SUDO npm test", "./sudo npm test", "exec npm test", "command npm test",
 		"builtin npm test", "nohup npm test", "nice npm test", "timeout 5 npm test", "xargs npm test",
 		"npm test {,--script-shell=./evil.sh}", "npm test *", "npm test ~", "npm test a=~/x", "npm test ?", "npm test [a]",
-		"npm test x{1..3}", "npm() { rm -rf ~; }; npm test", "alias npm=rm; npm test", "trap 'rm x' EXIT; npm test",
+		"npm test x{1..3}", "npm() { rm -rf ~; }; npm test", "npm test #c\\\nrm x", "npm test # run the tests", "alias npm=rm; npm test", "trap 'rm x' EXIT; npm test",
 	} {
 		if g.Covers(shellArgs(cmd)) {
 			t.Errorf("%q covered", cmd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -169,12 +170,30 @@ func (b *bashBench) run(line string, asScript bool) ([][]string, error) {
 	cmd := exec.CommandContext(ctx, b.bash, args...)
 	cmd.Dir = b.work
 	cmd.Env = []string{"PATH=" + b.shims, "CS_LOG=" + b.logs, "HOME=" + b.home, "LC_ALL=C"}
-	// Output goes to a buffer: Wait returns only when every process that
-	// holds it (a shim run in the background included) has ended.
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	_ = cmd.Run() // a failing command is not the question; what ran is
+	// Every program bash starts inherits fd 3, the write end of a pipe:
+	// its read end ends only when all of them have ended — one run in the
+	// background with its output piped away (`grep x |& y &`) included —
+	// so that nothing a line runs is missed or counted for the next line.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	_ = cmd.Wait() // a failing command is not the question; what ran is
+	if err := r.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, fmt.Errorf("a program it started did not end: %w", err)
+	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("bash did not finish: %s", out.String())
 	}

@@ -62,3 +62,22 @@ func TestDecideScopedAnyOptions(t *testing.T) {
 		t.Error("the Auto-approve tab does not say the grant covers options")
 	}
 }
+
+// A shell call none of whose commands may be covered falls back to its
+// exact arguments; the card keeps the command fixed, and a post that frees
+// it is refused.
+func TestDecideScopedCommandStaysFixed(t *testing.T) {
+	l := newLoop(t)
+	id := l.pending(t, l.call("system", "run_command", `{"command":"sudo rm -rf /","timeout":5}`))
+	_, body := l.Member.Get("/")
+	if !strings.Contains(body, `data-testid="scope-key-fixed"`) || !strings.Contains(body, `type="hidden" name="scope" value="key:command"`) {
+		t.Error("the card does not keep the command fixed")
+	}
+	resp, _ := l.Member.PostForm("/approvals/"+id+"/decision", url.Values{"decision": {"always_matching"}, "scope": {"key:timeout"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("the command freed: %d, want 422", resp.StatusCode)
+	}
+	if s := l.status(t, id); s != "pending" {
+		t.Fatalf("after a refused scope: %s", s)
+	}
+}

@@ -46,8 +46,13 @@ func TestScopeAgainstBash(t *testing.T) {
 	env := newBashBench(t, bash)
 	gen := &lineGen{r: rand.New(rand.NewSource(seed))}
 	var covered, ran, execs, escapes int
-	for i := 0; i < lines; i++ {
-		line := gen.line()
+	for i := 0; i < lines+len(adversarialLines); i++ {
+		line := ""
+		if i < len(adversarialLines) {
+			line = adversarialLines[i]
+		} else {
+			line = gen.line()
+		}
 		args := shellArgs(line)
 		for gi, g := range diffGrants {
 			if !g.Covers(args) {
@@ -86,6 +91,21 @@ func TestScopeAgainstBash(t *testing.T) {
 	if covered < lines/20 {
 		t.Errorf("only %d of %d lines covered: the generator no longer exercises the matcher", covered, lines)
 	}
+}
+
+// adversarialLines are judged first, every run: lines written by hand
+// from an attack pass on the rules.
+var adversarialLines = []string{
+	"npm test x\\", "npm te\\\nst", "npm test \"\\-x\"", "npm test ''", "npm test \"\"-x", "npm test -",
+	"npm test x;-x", "npm\\ test", "npm test\\ x", "npm test x=\\$(id)", "make build x=\\$(evil)", "npm test !x",
+	"npm test %1", "npm test =evil", "npm test x#y", "npm test #x", "npm test |& npm test", "grep foo |& npm test &",
+	"npm test && npm test || npm test &", "grep foo -e evil -f /etc/passwd", "ls src -la --color=always",
+	"git status\ngit status", "git status;git status", "git  status", "'git' \"status\"", "g\\it st\"\"atus",
+	"./run.sh build", "./run.sh build -x", "./run.sh   build x", "run.sh build", "./run.sh build\t-x",
+	"npm test -- x", "npm test x -- -x", "npm test $'-x'", "npm test \\\n-x", "npm test x\\\n-x",
+	"npm test x \\\n --script-shell=evil.sh", "npm test '\n-x'", "npm test \"a\nb\"", "make build all -j4",
+	"make build CC=evil", "make build 'CC=evil'", "make build \\CC=evil", "grep foo -- -x", "ls src -- -rf",
+	"ls src *", "ls src '*'", "ls src ./-rf", "grep foo \u2013x",
 }
 
 // diffGrants are the grants every generated line is judged under.

@@ -210,6 +210,9 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 			}
 			if a, ok, err := findAttachable(ctx, tx, key, req, tool, args.Digest, opt.Timeout); err != nil || ok {
 				res.Approval = &a
+				if err == nil {
+					err = noteAttachedCall(ctx, tx, a, req.CallID) // the other guard asks with this call's id
+				}
 				return err
 			}
 		}

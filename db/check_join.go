@@ -51,7 +51,8 @@ func joinGuard(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, too
 		return false, nil
 	}
 	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
-		WHERE a.owner_subject = $1 AND a.call_id = $2 AND a.tool_id = $3 AND a.arguments_digest = $4 AND a.policy_version = $5
+		WHERE a.owner_subject = $1 AND (a.call_id = $2 OR a.id = ANY(ARRAY(SELECT c.approval_id FROM approval_call_ids c WHERE c.call_id = $2)))
+		  AND a.tool_id = $3 AND a.arguments_digest = $4 AND a.policy_version = $5
 		  AND NOT (a.api_key_id = $6 AND a.conversation_id = $7)
 		  AND (a.api_key_id = $6 OR EXISTS (SELECT 1 FROM api_keys f, api_keys s
 			WHERE f.id = a.api_key_id AND s.id = $6 AND f.created_by = s.created_by
@@ -84,11 +85,11 @@ func joinGuard(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, too
 	}
 	var evs []approval.AuditEvent
 	if !found {
-		if _, err := tx.Exec(ctx, `INSERT INTO approval_joins (approval_id, api_key_id, conversation_id, turn_id, runtime_client)
-			VALUES ($1, $2, $3, $4, $5)`, a.ID, key.ID, req.ConversationID, req.TurnID, req.Runtime.Client); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO approval_joins (approval_id, api_key_id, conversation_id, turn_id, call_id, runtime_client)
+			VALUES ($1, $2, $3, $4, $5, $6)`, a.ID, key.ID, req.ConversationID, req.TurnID, req.CallID, req.Runtime.Client); err != nil {
 			return false, err
 		}
-		evs = append(evs, joinAudit(a, key, req.ConversationID, req.TurnID, req.Runtime.Client, approval.ActionJoined))
+		evs = append(evs, joinAudit(a, key, joinRow{ConversationID: req.ConversationID, TurnID: req.TurnID, CallID: req.CallID, RuntimeClient: req.Runtime.Client}, approval.ActionJoined))
 	}
 	if a.Status == approval.StatusPending {
 		res.Outcome, res.Approval = approval.Outcome{Verdict: approval.Pending}, &a
@@ -99,24 +100,24 @@ func joinGuard(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, too
 	if _, err := tx.Exec(ctx, `UPDATE approval_joins SET claimed_at = now() WHERE approval_id = $1`, a.ID); err != nil {
 		return false, err
 	}
-	evs = append(evs, joinAudit(a, key, req.ConversationID, req.TurnID, req.Runtime.Client, approval.ActionClaimed))
+	evs = append(evs, joinAudit(a, key, joinRow{ConversationID: req.ConversationID, TurnID: req.TurnID, CallID: req.CallID, RuntimeClient: req.Runtime.Client}, approval.ActionClaimed))
 	res.Outcome, res.Approval = approval.Outcome{Verdict: approval.Allow, Via: approval.ViaJoined}, &a
 	return true, RecordAuditMany(ctx, tx, evs)
 }
 
 // joinRow is an item's joining guard.
 type joinRow struct {
-	KeyID                                 int64
-	ConversationID, TurnID, RuntimeClient string
-	ClaimedAt                             *time.Time
+	KeyID                                         int64
+	ConversationID, TurnID, CallID, RuntimeClient string
+	ClaimedAt                                     *time.Time
 }
 
 // readJoin reads item id's joining guard. Every write of it holds the
 // item's row first (joinGuard, Claim), so the item's lock orders them.
 func readJoin(ctx context.Context, tx pgx.Tx, id string) (joinRow, bool, error) {
 	var j joinRow
-	err := tx.QueryRow(ctx, `SELECT api_key_id, conversation_id, turn_id, runtime_client, claimed_at
-		FROM approval_joins WHERE approval_id = $1`, id).Scan(&j.KeyID, &j.ConversationID, &j.TurnID, &j.RuntimeClient, &j.ClaimedAt)
+	err := tx.QueryRow(ctx, `SELECT api_key_id, conversation_id, turn_id, call_id, runtime_client, claimed_at
+		FROM approval_joins WHERE approval_id = $1`, id).Scan(&j.KeyID, &j.ConversationID, &j.TurnID, &j.CallID, &j.RuntimeClient, &j.ClaimedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return joinRow{}, false, nil
 	}
@@ -127,16 +128,19 @@ func readJoin(ctx context.Context, tx pgx.Tx, id string) (joinRow, bool, error) 
 // is its key, the conversation and turn are its own, and the detail names
 // it (what the runtime said it is, never argument contents) beside the
 // first guard.
-func joinAudit(a Approval, key APIKey, conv, turn, client, action string) approval.AuditEvent {
-	d := map[string]any{"agent_key": key.Name, "call_id": a.CallID, "first_guard_key": a.APIKeyName, "second_guard": true}
-	if client != "" {
-		d["runtime_client"] = client
+func joinAudit(a Approval, key APIKey, j joinRow, action string) approval.AuditEvent {
+	d := map[string]any{"agent_key": key.Name, "call_id": j.CallID, "first_guard_key": a.APIKeyName, "second_guard": true}
+	if j.CallID != a.CallID {
+		d["item_call_id"] = a.CallID
+	}
+	if j.RuntimeClient != "" {
+		d["runtime_client"] = j.RuntimeClient
 	}
 	if a.RuntimeClient != "" {
 		d["first_guard_client"] = a.RuntimeClient
 	}
 	return approval.AuditEvent{Actor: key.Actor(), Action: action, Connector: a.Connector, Tool: a.Tool,
-		ConversationID: conv, TurnID: turn, ApprovalID: a.ID, OwnerSubject: a.OwnerSubject, Detail: d}
+		ConversationID: j.ConversationID, TurnID: j.TurnID, ApprovalID: a.ID, OwnerSubject: a.OwnerSubject, Detail: d}
 }
 
 // joinedView is item a as the key of its joining guard sees it, for the
@@ -186,7 +190,7 @@ func claimJoined(ctx context.Context, tx pgx.Tx, key APIKey, a Approval, callID,
 	if _, err := tx.Exec(ctx, `UPDATE approval_joins SET claimed_at = now() WHERE approval_id = $1 AND claimed_at IS NULL`, a.ID); err != nil {
 		return Approval{}, true, err
 	}
-	ev := joinAudit(a, key, j.ConversationID, j.TurnID, j.RuntimeClient, approval.ActionClaimed)
+	ev := joinAudit(a, key, j, approval.ActionClaimed)
 	if err := RecordAudit(ctx, tx, ev); err != nil {
 		return Approval{}, true, err
 	}
@@ -195,4 +199,15 @@ func claimJoined(ctx context.Context, tx pgx.Tx, key APIKey, a Approval, callID,
 		return Approval{}, true, err
 	}
 	return a, true, nil
+}
+
+// noteAttachedCall records the call id of the first guard's identical call
+// that attached to item a (findAttachable) when it is not a's own: the
+// second guard of that call asks with this id (see joinGuard).
+func noteAttachedCall(ctx context.Context, tx pgx.Tx, a Approval, callID string) error {
+	if callID == "" || callID == a.CallID {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO approval_call_ids (approval_id, call_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, a.ID, callID)
+	return err
 }

@@ -344,3 +344,35 @@ func TestSecondGuardWaitsOnThePendingItem(t *testing.T) {
 		}
 	})
 }
+
+// The hook answered "still waiting" and the model made the call again
+// with a new id; the hook's check attached it to the same item, which the
+// person then approved. The agent runs the tool under the new id, and the
+// gateway's check with that id joins the item. An id nobody attached does
+// not.
+func TestSecondGuardJoinsUnderTheRetriedCallID(t *testing.T) {
+	f := newJoinFixture(t)
+	a := f.pendingItem(t, f.hookKey, f.hook)
+	retry := f.hook
+	retry.CallID, retry.TurnID = "toolu_02", "prompt-2"
+	res := f.check(t, f.hookKey, retry)
+	if res.Approval == nil || res.Approval.ID != a.ID {
+		t.Fatalf("the hook's retry did not attach: %+v", res.Approval)
+	}
+	f.approve(t, a.ID)
+	if _, err := f.claim(t, f.hookKey, a, f.hook); err != nil {
+		t.Fatal(err)
+	}
+	stranger := f.gw
+	stranger.CallID = "toolu_03"
+	asksAnew(t, "a call id nobody attached", f.check(t, f.gwKey, stranger), a)
+	f.gw.CallID = "toolu_02"
+	res = f.check(t, f.gwKey, f.gw)
+	if res.Outcome.Verdict != approval.Allow || res.Outcome.Via != approval.ViaJoined || res.Approval == nil || res.Approval.ID != a.ID {
+		t.Fatalf("the gateway under the retried call id: %+v %+v", res.Outcome, res.Approval)
+	}
+	if n := f.count(t, `SELECT count(*) FROM audit_events WHERE approval_id = $1 AND action = 'claimed'
+		AND detail->>'call_id' = 'toolu_02' AND detail->>'item_call_id' = 'toolu_01'`, a.ID); n != 1 {
+		t.Fatalf("%d claim lines naming both call ids", n)
+	}
+}

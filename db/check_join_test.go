@@ -219,6 +219,25 @@ func TestSecondGuardJoinRefused(t *testing.T) {
 		asksAnew(t, "a second join", f.check(t, f.personKey(t, "another gateway", f.user), third), a)
 		asksAnew(t, "a second join with the same key", f.check(t, f.gwKey, third), a)
 	})
+	t.Run("SecondJoinWhilePending", func(t *testing.T) {
+		// The gateway's item waits; the hook joined it; another guard of
+		// the same person asks about the same call: it gets its own item,
+		// and cannot read or claim the joined one.
+		f := newJoinFixture(t)
+		a := f.pendingItem(t, f.gwKey, f.gw)
+		if res := f.check(t, f.hookKey, f.hook); res.Approval == nil || res.Approval.ID != a.ID {
+			t.Fatalf("the first join: %+v", res.Approval)
+		}
+		third := f.hook
+		third.ConversationID = "session-2"
+		raw := f.personKey(t, "another hook", f.user)
+		asksAnew(t, "a second join of a pending item", f.check(t, raw, third), a)
+		asksAnew(t, "a second join with the joined key from another conversation", f.check(t, f.hookKey, third), a)
+		f.approve(t, a.ID)
+		if _, err := f.claim(t, raw, a, third); approval.KindOf(err) != approval.KindNotFound {
+			t.Fatalf("a guard that did not join claimed the item: %v", err)
+		}
+	})
 	t.Run("PastTheWindow", func(t *testing.T) {
 		f := newJoinFixture(t)
 		a := f.approvedAndClaimed(t)

@@ -37,6 +37,10 @@ const (
 	ActionBlockedRepeated      = "blocked after repeated rejections"
 	ActionBlockedByPolicy      = "blocked by policy"
 	ActionClaimed              = "claimed"
+	// ActionJoined: a second Countersign guard of the same call (a hook
+	// and the MCP gateway) joined the first guard's item instead of
+	// asking again (invariant 18); the line names the second guard.
+	ActionJoined               = "joined by another guard"
 	ActionRequested            = "approval requested"
 	ActionConnectorSynced      = "connector synced"
 	ActionConnectorDeleted     = "connector deleted"
@@ -80,7 +84,7 @@ type AuditEvent struct {
 // AllActions lists every audit action, for the audit screen's filter.
 var AllActions = []string{
 	ActionRequested, ActionApproved, ActionApprovedConversation, ActionAlwaysAllowed, ActionAlwaysMatching, ActionRejected,
-	ActionExpired, ActionCancelled, ActionClaimed, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionAutoApprovedScoped,
+	ActionExpired, ActionCancelled, ActionClaimed, ActionJoined, ActionAutoApprovedConv, ActionAutoApprovedAlways, ActionAutoApprovedScoped,
 	ActionBlockedRepeated,
 	ActionBlockedByPolicy, ActionGrantRevoked, ActionGrantExpired, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,

@@ -19,6 +19,10 @@ const (
 	ViaConversationGrant Via = "conversation_grant"
 	ViaAlwaysAllow       Via = "always_allow"
 	ViaPreapproval       Via = "preapproval"
+	// ViaJoined: the person approved this very call when another
+	// Countersign guard of it asked (a hook and the MCP gateway guard
+	// one call; invariant 18), and this guard used that approval once.
+	ViaJoined Via = "joined"
 )
 
 // ConditionResult is the outcome of a policy condition over the arguments.

@@ -90,7 +90,7 @@ type CallContext struct {
 // Outcome is what the runtime acts on.
 type Outcome struct {
 	Allowed    bool
-	Via        string // policy, conversation_grant, always_allow, preapproval, or person
+	Via        string // policy, conversation_grant, always_allow, preapproval, joined (asked through another guard of the call), or person
 	Scope      string // once, conversation or always, when a person approved
 	Code       string // when not allowed
 	Message    string // when not allowed: for the model

@@ -163,15 +163,20 @@ func getApproval(ctx context.Context, q pgx.Tx, id string, lock bool) (Approval,
 	return list[0], nil
 }
 
-// ApprovalForKey returns the item if key created it; any other key gets
-// not found, as if it did not exist.
+// ApprovalForKey returns the item if key created it or joined it as the
+// second guard of the same call (joinedView); any other key gets not found,
+// as if it did not exist.
 func (d *DB) ApprovalForKey(ctx context.Context, id string, key APIKey) (Approval, error) {
 	var a Approval
+	var joined bool
 	err := pgx.BeginFunc(ctx, d.Pool, func(tx pgx.Tx) (err error) {
-		a, err = getApproval(ctx, tx, id, false)
+		if a, err = getApproval(ctx, tx, id, false); err != nil {
+			return err
+		}
+		a, _, joined, err = joinedView(ctx, tx, a, key)
 		return err
 	})
-	if err == nil && a.APIKeyID != key.ID {
+	if err == nil && a.APIKeyID != key.ID && !joined {
 		err = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
 	}
 	return a, translate("get approval", err)

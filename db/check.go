@@ -203,8 +203,16 @@ func (d *DB) checkTx(ctx context.Context, key APIKey, req CheckRequest, args app
 			if err := holdToolPolicy(ctx, tx, tool); err != nil {
 				return err
 			}
+			// One call, one question (invariant 18): another guard's item
+			// for this very call (see joinGuard).
+			if ok, err := joinGuard(ctx, tx, key, req, tool, args.Digest, &res); ok || err != nil {
+				return err
+			}
 			if a, ok, err := findAttachable(ctx, tx, key, req, tool, args.Digest, opt.Timeout); err != nil || ok {
 				res.Approval = &a
+				if err == nil {
+					err = noteAttachedCall(ctx, tx, a, req.CallID) // the other guard asks with this call's id
+				}
 				return err
 			}
 		}

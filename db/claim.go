@@ -18,6 +18,12 @@ func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (
 		if err != nil {
 			return err
 		}
+		// The second guard of the same call claims the first guard's
+		// approval once (invariant 18).
+		if joined, ok, err := claimJoined(ctx, tx, key, a, callID, digest); ok || err != nil {
+			out = joined
+			return err
+		}
 		if a.APIKeyID != key.ID {
 			return approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
 		}

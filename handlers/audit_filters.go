@@ -17,7 +17,7 @@ var auditActionGroups = []struct {
 	Actions []string
 }{
 	{"Decisions", []string{approval.ActionRequested, approval.ActionApproved, approval.ActionApprovedConversation, approval.ActionAlwaysAllowed, approval.ActionAlwaysMatching,
-		approval.ActionRejected, approval.ActionExpired, approval.ActionCancelled, approval.ActionClaimed}},
+		approval.ActionRejected, approval.ActionExpired, approval.ActionCancelled, approval.ActionClaimed, approval.ActionJoined}},
 	{"Without asking", []string{approval.ActionAllowedByPolicy, approval.ActionAutoApprovedConv, approval.ActionAutoApprovedAlways, approval.ActionAutoApprovedScoped, approval.ActionBlockedRepeated,
 		approval.ActionBlockedByPolicy}},
 	{"Grants and policies", []string{approval.ActionGrantRevoked, approval.ActionPolicyChanged}},

@@ -36,6 +36,13 @@ func TestAuditScenario(t *testing.T) {
 	if status != http.StatusOK { // claimed
 		t.Fatal(status)
 	}
+	// The same call through a second guard (the MCP gateway in front of the
+	// tool the hook asked about): it joins the item instead of asking again.
+	second := l.call("mail", "send_email", args(1))
+	second["call_id"], second["conversation_id"], second["attach_to_pending"] = "call-1", "mcp/mail/1", true
+	if out := l.check(t, second); out["decision"] != "allow" || out["via"] != "joined" { // joined by another guard, claimed
+		t.Fatal("the second guard's check:", out)
+	}
 	l.check(t, l.call("mail", "search_messages", args(0)))                                                          // allowed by policy
 	decide(l.Member, l.pending(t, conv("c2", l.call("calendar", "create_event", args(2)))), "approve_conversation") // requested, approved for conversation
 	l.check(t, conv("c2", l.call("calendar", "create_event", args(3))))                                             // auto-approved by conversation grant
@@ -119,7 +126,7 @@ func TestAuditScenario(t *testing.T) {
 	l.Member.PostForm("/auth/logout", url.Values{})                                                      // sign-out
 
 	want := map[string]int{
-		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 9, "approved": 1, "claimed": 1,
+		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 9, "approved": 1, "claimed": 2, "joined by another guard": 1,
 		"approved for conversation": 1, "auto-approved by conversation grant": 1, "always allowed": 1,
 		"auto-approved by Always allow": 1, "always allowed calls like this": 1, "auto-approved by a scoped grant": 1, "rejected": 2, "blocked after repeated rejections": 1, "expired": 1,
 		"cancelled": 1, "grant revoked": 1, "grant expired": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,

@@ -144,8 +144,11 @@ func until(stopAt time.Time) time.Duration {
 }
 
 func allowedReason(out client.Outcome) string {
-	if out.Via == "person" {
+	switch out.Via {
+	case "person":
 		return "Approved in Countersign (" + out.Scope + ")."
+	case string(approval.ViaJoined):
+		return "Approved in Countersign (once, asked when the call passed another Countersign guard)."
 	}
 	return "Allowed by Countersign (" + out.Via + ")."
 }

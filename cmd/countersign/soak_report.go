@@ -198,7 +198,7 @@ func (s *soak) lostDecision(ctx context.Context, id string, dec approval.Decisio
 func (s *soak) auditMatches(ctx context.Context, r *SoakReport) error {
 	checks := []struct{ name, events, items string }{
 		{"requested", `action = 'approval requested'`, `true`},
-		{"claimed", `action = 'claimed'`, `status = 'consumed'`},
+		{"claimed", `action = 'claimed' AND detail->>'second_guard' IS NULL`, `status = 'consumed'`}, // a second guard's claim of a joined item is its own line
 		{"rejected", `action = 'rejected'`, `status = 'rejected'`},
 		{"approved", `action = 'approved'`, `status IN ('approved', 'consumed') OR (status IN ('cancelled', 'expired') AND scope IS NOT NULL)`},
 		{"expired", `action = 'expired'`, `status = 'expired'`},

@@ -62,8 +62,12 @@ type Options struct {
 	// ConversationMeta are tools/call _meta keys whose value is the
 	// client's own conversation id, tried in order (default none).
 	ConversationMeta []string
-	Version          string // the gateway's version, for the log
-	Log              *slog.Logger
+	// MaxFrame is the largest JSON-RPC message the gateway reads from
+	// either side (default DefaultMaxFrame). A larger request gets an error
+	// of its own and the session goes on.
+	MaxFrame int
+	Version  string // the gateway's version, for the log
+	Log      *slog.Logger
 }
 
 // Gateway serves one MCP client in front of one upstream.
@@ -103,6 +107,9 @@ func New(opt Options) (*Gateway, error) {
 	if opt.CallIDMeta == nil {
 		opt.CallIDMeta = DefaultCallIDMeta
 	}
+	if opt.MaxFrame <= 0 {
+		opt.MaxFrame = DefaultMaxFrame
+	}
 	if opt.Version == "" {
 		opt.Version = "dev"
 	}
@@ -126,6 +133,9 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer g.up.close()
+	if f, ok := t.(maxFrameSetter); ok {
+		f.setMaxFrame(g.opt.MaxFrame)
+	}
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return err
@@ -141,6 +151,9 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 				return nil
 			}
 			return err
+		}
+		if g.unreadable(ctx, msg, true) {
+			continue
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Request:

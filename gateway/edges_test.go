@@ -1,0 +1,258 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/client"
+	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/gateway"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// recorder is a hand-written upstream that lists the tools it is given,
+// answers every tools/call with the tool's name, and records every frame
+// it receives as it arrived.
+type recorder struct {
+	tools  string // the tools/list result
+	mu     sync.Mutex
+	frames []string
+	result func(name string) string // a tools/call result; nil: the name as text
+}
+
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.frames...)
+}
+
+// calls is every tools/call frame the upstream received.
+func (r *recorder) calls() []string {
+	var out []string
+	for _, f := range r.got() {
+		if strings.Contains(f, `"tools/call"`) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (r *recorder) upstream() func() (mcp.Transport, error) {
+	return func() (mcp.Transport, error) {
+		a, b := net.Pipe()
+		go r.serve(a)
+		return &gateway.Frames{Reader: b, Writer: b}, nil
+	}
+}
+
+func (r *recorder) serve(c net.Conn) {
+	defer c.Close()
+	sc := bufio.NewScanner(c)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var wmu sync.Mutex
+	write := func(s string) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, _ = c.Write([]byte(s + "\n"))
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		r.mu.Lock()
+		r.frames = append(r.frames, line)
+		r.mu.Unlock()
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" || m.Method == "" {
+			continue
+		}
+		res := `{}`
+		switch m.Method {
+		case "initialize":
+			res = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"recorder","version":"1"}}`
+		case "tools/list":
+			res = r.tools
+		case "tools/call":
+			if r.result != nil {
+				res = r.result(m.Params.Name)
+			} else {
+				b, _ := json.Marshal(map[string]any{"content": []any{map[string]string{"type": "text", "text": "ran " + m.Params.Name}}})
+				res = string(b)
+			}
+		}
+		go write(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + res + `}`)
+	}
+}
+
+// pipeClient writes raw lines to a gateway on a pipe and reads its frames.
+type pipeClient struct {
+	t   *testing.T
+	wmu sync.Mutex
+	w   net.Conn
+	in  chan jsonrpc.Message
+}
+
+// servePipe starts a gateway with opt whose client side is a pipe.
+func servePipe(t *testing.T, opt gateway.Options) *pipeClient {
+	t.Helper()
+	g, err := gateway.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(context.Background(), &gateway.Frames{Reader: a, Writer: a}) }()
+	rc, err := (&gateway.Frames{Reader: b, Writer: b, MaxFrame: 1 << 30}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &pipeClient{t: t, w: b, in: make(chan jsonrpc.Message, 100)}
+	go func() {
+		for {
+			m, err := rc.Read(context.Background())
+			if err != nil {
+				close(c.in)
+				return
+			}
+			c.in <- m
+		}
+	}()
+	t.Cleanup(func() {
+		_ = b.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return c
+}
+
+func (c *pipeClient) line(s string) {
+	c.t.Helper()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.w.Write([]byte(s + "\n")); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// response waits for the answer to id (a JSON value as text).
+func (c *pipeClient) response(id string, d time.Duration) *jsonrpc.Response {
+	c.t.Helper()
+	var v any
+	_ = json.Unmarshal([]byte(id), &v)
+	want, _ := jsonrpc.MakeID(v)
+	deadline := time.After(d)
+	for {
+		select {
+		case m, ok := <-c.in:
+			if !ok {
+				c.t.Fatalf("the gateway closed the connection before answering %s", id)
+			}
+			if r, ok := m.(*jsonrpc.Response); ok && r.ID == want {
+				return r
+			}
+		case <-deadline:
+			c.t.Fatalf("no answer to %s within %s", id, d)
+		}
+	}
+}
+
+func (c *pipeClient) initialize() {
+	c.t.Helper()
+	c.line(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + initLegacy + `}`)
+	c.response("0", 10*time.Second)
+	c.line(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// callResult is the text and code of a tools/call answer.
+func callResult(t *testing.T, r *jsonrpc.Response) (text, code string, isError bool) {
+	t.Helper()
+	if r.Error != nil {
+		t.Fatalf("JSON-RPC error %v", r.Error)
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.Fatalf("result %s: %v", r.Result, err)
+	}
+	code, _ = res.Meta[gateway.MetaCode].(string)
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	return text, code, res.IsError
+}
+
+const okTools = `{"tools":[{"name":"ok_tool","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`
+
+// A tools/call without an id, or with "id": null, is a notification: it
+// never reaches the server (nobody was asked and nobody would be told);
+// the session goes on.
+func TestToolsCallWithoutIDNeverForwarded(t *testing.T) {
+	e, _ := countersign(t)
+	rec := &recorder{tools: okTools}
+	var logs syncBuffer
+	opt := rawOptions(e, rec.upstream())
+	opt.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	c := servePipe(t, opt)
+	c.initialize()
+	(&harness{e: e}).waitCount(t, 1, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	c.line(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"ok_tool","arguments":{"n":1}}}`)
+	c.line(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"ok_tool","arguments":{"n":2}}}`)
+	c.line(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ok_tool","arguments":{"n":3}}}`)
+	if text, _, isErr := callResult(t, c.response("3", 10*time.Second)); isErr || text != "ran ok_tool" {
+		t.Fatalf("the call with an id: %q", text)
+	}
+	calls := rec.calls()
+	if len(calls) != 1 || !strings.Contains(calls[0], `"n":3`) {
+		t.Fatalf("the upstream got %q", calls)
+	}
+	if n := strings.Count(logs.String(), "dropped a tools/call without an id"); n != 2 {
+		t.Fatalf("%d drops logged:\n%s", n, logs.String())
+	}
+}
+
+// A deny that Countersign (or something in its place) answers with 200 and
+// a message echoing the key reaches the client with the key replaced.
+func TestDenyEchoingKeyIsRedacted(t *testing.T) {
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPut {
+			_, _ = w.Write([]byte(`{"connector":"notes","tools":1}`))
+			return
+		}
+		var body struct {
+			CallID string `json:"call_id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		msg, _ := json.Marshal("Blocked. You sent " + r.Header.Get("Authorization") + ".")
+		_, _ = w.Write([]byte(`{"call_id":"` + body.CallID + `","decision":"deny","code":"blocked_by_policy","message":` + string(msg) + `}`))
+	}))
+	t.Cleanup(fake.Close)
+	rec := &recorder{tools: okTools}
+	c := servePipe(t, gateway.Options{Connector: "notes", Client: client.New(fake.URL, leakKey), User: dev.DemoMember.Subject,
+		Upstream: rec.upstream()})
+	c.initialize()
+	c.line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok_tool","arguments":{}}}`)
+	text, code, isErr := callResult(t, c.response("1", 10*time.Second))
+	if !isErr || code != "blocked_by_policy" || strings.Contains(text, leakKey) || !strings.Contains(text, "[API key]") {
+		t.Fatalf("isError=%v code=%q text %q", isErr, code, text)
+	}
+	if calls := rec.calls(); len(calls) != 0 {
+		t.Fatalf("the upstream got %q", calls)
+	}
+}

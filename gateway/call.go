@@ -27,6 +27,10 @@ const (
 	// CodeUnknownTool: the upstream does not list the tool (a JSON-RPC
 	// error -32602, as MCP answers an unknown tool).
 	CodeUnknownTool = "unknown_tool"
+	// CodeToolRefused: Countersign refused the tool when the upstream's
+	// catalog was registered (its name or title breaks a rule of the
+	// runtime API); the server's other tools work.
+	CodeToolRefused = "tool_refused"
 	// CodeCountersignUnreachable: Countersign could not be reached or did
 	// not answer in time.
 	CodeCountersignUnreachable = "countersign_unreachable"
@@ -137,6 +141,12 @@ func (g *Gateway) call(ctx, hctx context.Context, m *jsonrpc.Request, p callPara
 		// Not forwarded: a tool the server does not list may still be one
 		// it serves, and it would then run unchecked.
 		answer(errorAnswer(m.ID, codeInvalidParams, "Unknown tool: "+p.Name, CodeUnknownTool))
+		return
+	}
+	if why := g.toolRefused(p.Name); why != "" {
+		answer(resultAnswer(m.ID, client.Outcome{Code: CodeToolRefused, Message: "The tool " + strconv.Quote(p.Name) +
+			" of this server cannot be approved through Countersign, so its calls do not run: its " + g.redact(why) +
+			" Tell the user; the server's other tools work."}))
 		return
 	}
 	conv := g.conversation(p.Meta)

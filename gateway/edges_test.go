@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -253,6 +254,51 @@ func TestDenyEchoingKeyIsRedacted(t *testing.T) {
 		t.Fatalf("isError=%v code=%q text %q", isErr, code, text)
 	}
 	if calls := rec.calls(); len(calls) != 0 {
+		t.Fatalf("the upstream got %q", calls)
+	}
+}
+
+// One tool Countersign cannot take costs that tool only: a server listing
+// ok_tool beside _private (a name MCP allows), ns/tool (outside MCP's
+// naming guidance) and a title with a line break registers ok_tool and
+// _private, which work; the other two are refused alone, in the log and to
+// a client that calls them, and never reach the server.
+func TestOneOddToolCostsOnlyItself(t *testing.T) {
+	e, _ := countersign(t)
+	rec := &recorder{tools: `{"tools":[` +
+		`{"name":"ok_tool","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+		`{"name":"_private","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+		`{"name":"ns/tool","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},` +
+		`{"name":"titled","title":"Read\nApproved","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`}
+	var logs syncBuffer
+	opt := rawOptions(e, rec.upstream())
+	opt.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	c := servePipe(t, opt)
+	c.initialize()
+	h := &harness{e: e}
+	h.waitCount(t, 2, `SELECT count(*) FROM tools WHERE connector = 'notes' AND retired_at IS NULL`)
+	if n := h.count(t, `SELECT count(*) FROM tools WHERE connector = 'notes' AND name IN ('ok_tool', '_private')`); n != 2 {
+		t.Fatalf("%d of ok_tool and _private registered", n)
+	}
+	for i, name := range []string{"ok_tool", "_private"} {
+		id := strconv.Itoa(10 + i)
+		c.line(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + name + `","arguments":{}}}`)
+		if text, _, isErr := callResult(t, c.response(id, 10*time.Second)); isErr || text != "ran "+name {
+			t.Fatalf("%s: %q", name, text)
+		}
+	}
+	for i, tc := range []struct{ name, why string }{{"ns/tool", "name must be"}, {"titled", "display_name holds a control character (U+000A)"}} {
+		id := strconv.Itoa(20 + i)
+		c.line(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tc.name + `","arguments":{}}}`)
+		text, code, isErr := callResult(t, c.response(id, 10*time.Second))
+		if !isErr || code != gateway.CodeToolRefused || !strings.Contains(text, strconv.Quote(tc.name)) || !strings.Contains(text, tc.why) {
+			t.Fatalf("%s: isError=%v code=%q %q", tc.name, isErr, code, text)
+		}
+		if !strings.Contains(logs.String(), `tool=`+strconv.Quote(tc.name)) && !strings.Contains(logs.String(), "tool="+tc.name+" ") {
+			t.Fatalf("%s is not named in the log:\n%s", tc.name, logs.String())
+		}
+	}
+	if calls := rec.calls(); len(calls) != 2 {
 		t.Fatalf("the upstream got %q", calls)
 	}
 }

@@ -88,8 +88,11 @@ func (r *recorder) serve(c net.Conn) {
 		case "tools/list":
 			res = r.tools
 		case "tools/call":
-			if r.result != nil {
-				res = r.result(m.Params.Name)
+			r.mu.Lock()
+			result := r.result
+			r.mu.Unlock()
+			if result != nil {
+				res = result(m.Params.Name)
 			} else {
 				b, _ := json.Marshal(map[string]any{"content": []any{map[string]string{"type": "text", "text": "ran " + m.Params.Name}}})
 				res = string(b)

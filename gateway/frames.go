@@ -284,7 +284,16 @@ type envelopeScan struct {
 const maxEnvelopeValue = 1024
 
 func (s *envelopeScan) feed(p []byte) {
-	for _, b := range p {
+	for i := 0; i < len(p); i++ {
+		if s.inStr && !s.inKey && !s.capturing && !s.esc {
+			// The bulk of a large frame: string text nobody keeps.
+			j := bytes.IndexAny(p[i:], `"\\`)
+			if j < 0 {
+				return
+			}
+			i += j
+		}
+		b := p[i]
 		if s.inStr {
 			switch {
 			case s.inKey && !s.esc && b == '"':

@@ -98,7 +98,7 @@ func childEnv(env []string) []string {
 func StreamableHTTP(endpoint string, header http.Header) func() (mcp.Transport, error) {
 	hc := &http.Client{Transport: headerTransport{header: header, next: http.DefaultTransport}}
 	return func() (mcp.Transport, error) {
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil
+		return &streamableTransport{endpoint: endpoint, hc: hc}, nil
 	}
 }
 

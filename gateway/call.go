@@ -167,11 +167,48 @@ func (g *Gateway) call(ctx, hctx context.Context, m *jsonrpc.Request, p callPara
 		}
 	}
 	if !out.Allowed {
-		out.Message = g.redact(out.Message)
+		out.Message = g.redact(g.byName(p.Name, out))
 		g.toClient(ctx, resultAnswer(m.ID, out))
 		return
 	}
 	g.up.send(ctx, m)
+}
+
+// byName is out's message naming the tool by the name the client called
+// it by, as every other message of the gateway does: Countersign's own
+// messages name it by its display name (the server's title). Only a
+// message exactly as Countersign writes it for that code is reworded.
+func (g *Gateway) byName(name string, out client.Outcome) string {
+	g.mu.Lock()
+	display := g.display[name]
+	g.mu.Unlock()
+	if display == "" || display == name {
+		return out.Message
+	}
+	const mark = "\x00"
+	code := approval.ReasonCode(out.Code)
+	as := approval.Message(code, approval.MessageInput{Tool: display, UserReason: mark})
+	want := approval.Message(code, approval.MessageInput{Tool: name, UserReason: mark})
+	asHead, asTail, quoted := strings.Cut(as, mark)
+	wantHead, wantTail, _ := strings.Cut(want, mark)
+	if !quoted {
+		// The message does not quote a reason: all or nothing.
+		as = approval.Message(code, approval.MessageInput{Tool: display})
+		if out.Message == as {
+			return approval.Message(code, approval.MessageInput{Tool: name})
+		}
+		return out.Message
+	}
+	if words, ok := strings.CutPrefix(out.Message, asHead); ok {
+		if words, ok = strings.CutSuffix(words, asTail); ok {
+			return wantHead + words + wantTail
+		}
+	}
+	// No reason given: the template without the quote.
+	if plain := approval.Message(code, approval.MessageInput{Tool: display}); out.Message == plain {
+		return approval.Message(code, approval.MessageInput{Tool: name})
+	}
+	return out.Message
 }
 
 // unreachable: the check failed on the way (no connection, no answer in

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,8 +114,12 @@ func (g *Gateway) syncOnce(ctx context.Context) error {
 		g.opt.Log.Warn("Countersign cannot take one of the upstream's tools; its calls are refused, the other tools work",
 			"connector", g.opt.Connector, "tool", name, "why", g.redact(why))
 	}
+	display := make(map[string]string, len(kept))
+	for _, t := range kept {
+		display[t.Name] = cmp.Or(connectorTool(t).DisplayName, t.Name)
+	}
 	g.mu.Lock()
-	g.tools, g.refused = names, refused
+	g.tools, g.refused, g.display = names, refused, display
 	g.mu.Unlock()
 	g.synced.Store(true)
 	g.opt.Log.Info("registered the upstream's tools", "connector", g.opt.Connector, "tools", len(kept), "refused", len(refused))

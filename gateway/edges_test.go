@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/dev"
 	"github.com/countersign/countersign/gateway"
@@ -29,6 +31,8 @@ type recorder struct {
 	mu     sync.Mutex
 	frames []string
 	result func(name string) string // a tools/call result; nil: the name as text
+	// answer, when it returns a line, is the whole answer to a request.
+	answer func(id json.RawMessage, method string) string
 }
 
 func (r *recorder) got() []string {
@@ -81,6 +85,15 @@ func (r *recorder) serve(c net.Conn) {
 		if json.Unmarshal([]byte(line), &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" || m.Method == "" {
 			continue
 		}
+		r.mu.Lock()
+		answer := r.answer
+		r.mu.Unlock()
+		if answer != nil {
+			if a := answer(m.ID, m.Method); a != "" {
+				go write(a)
+				continue
+			}
+		}
 		res := `{}`
 		switch m.Method {
 		case "initialize":
@@ -120,17 +133,25 @@ func servePipe(t *testing.T, opt gateway.Options) *pipeClient {
 	a, b := net.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(context.Background(), &gateway.Frames{Reader: a, Writer: a}) }()
-	rc, err := (&gateway.Frames{Reader: b, Writer: b, MaxFrame: 1 << 30}).Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &pipeClient{t: t, w: b, in: make(chan jsonrpc.Message, 100)}
 	go func() {
+		// Each message keeps the line it came in as its Extra.
+		br := bufio.NewReaderSize(b, 1<<20)
 		for {
-			m, err := rc.Read(context.Background())
+			line, err := br.ReadBytes('\n')
 			if err != nil {
 				close(c.in)
 				return
+			}
+			m, err := jsonrpc.DecodeMessage(line)
+			if err != nil {
+				continue
+			}
+			switch m := m.(type) {
+			case *jsonrpc.Request:
+				m.Extra = strings.TrimSuffix(string(line), "\n")
+			case *jsonrpc.Response:
+				m.Extra = strings.TrimSuffix(string(line), "\n")
 			}
 			c.in <- m
 		}
@@ -303,5 +324,97 @@ func TestOneOddToolCostsOnlyItself(t *testing.T) {
 	}
 	if calls := rec.calls(); len(calls) != 2 {
 		t.Fatalf("the upstream got %q", calls)
+	}
+}
+
+// Every message names a tool by the name the client calls it by — the
+// pending answer, a rejection with and without the person's words —
+// never by its title.
+func TestMessagesNameTheToolAsCalled(t *testing.T) {
+	e, member := countersign(t)
+	rec := &recorder{tools: `{"tools":[{"name":"send_note","title":"Send the note","inputSchema":{"type":"object"}}]}`}
+	// One gateway that stops holding at once (the pending answer), one
+	// that holds while the person decides.
+	short := rawOptions(e, rec.upstream())
+	short.Hold = 200 * time.Millisecond
+	p := servePipe(t, short)
+	p.initialize()
+	h := &harness{e: e, member: member}
+	h.waitCount(t, 1, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	long := rawOptions(e, rec.upstream())
+	long.Hold = 30 * time.Second
+	c := servePipe(t, long)
+	c.initialize()
+	send := func(c *pipeClient, id, args string) {
+		c.line(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"send_note","arguments":` + args + `}}`)
+	}
+	result := func(c *pipeClient, id string) (string, string) {
+		text, code, _ := callResult(t, c.response(id, 40*time.Second))
+		return text, code
+	}
+	send(p, "1", `{"n":1}`)
+	text, code := result(p, "1")
+	if code != "approval_pending" || !strings.Contains(text, "call to send_note ") || strings.Contains(text, "Send the note") {
+		t.Fatalf("pending: %s %q", code, text)
+	}
+	send(c, "2", `{"n":2}`)
+	h.decide(t, pendingFor(t, h, `{"n":2}`), url.Values{"decision": {"reject"}, "reason": {"Not \"today\", Send the note later"}})
+	text, code = result(c, "2")
+	want := `The user rejected this call to send_note, so it did not run. The user's words: "Not "today", Send the note later".`
+	if code != "approval_denied" || !strings.HasPrefix(text, want) {
+		t.Fatalf("rejected: %s %q", code, text)
+	}
+	send(c, "3", `{"n":3}`)
+	h.decide(t, pendingFor(t, h, `{"n":3}`), url.Values{"decision": {"reject"}})
+	text, code = result(c, "3")
+	if code != "approval_denied" || !strings.HasPrefix(text, "The user rejected this call to send_note, so it did not run. Do not") {
+		t.Fatalf("rejected without words: %s %q", code, text)
+	}
+}
+
+// The envelope passes as it was written, both ways: member order, unknown
+// top-level members, spacing and escapes of a request reach the server
+// byte for byte, and the server's answer reaches the client the same way.
+func TestEnvelopeRelayedByteForByte(t *testing.T) {
+	e, _ := countersign(t)
+	answer := `{"result":{"resources":[],"x-kept":"<\u00e9>"} , "x-trace":"t-1","id":"r 4","jsonrpc":"2.0"}`
+	rec := &recorder{tools: okTools, answer: func(id json.RawMessage, method string) string {
+		if method == "resources/list" {
+			return answer
+		}
+		return ""
+	}}
+	c := servePipe(t, rawOptions(e, rec.upstream()))
+	c.initialize()
+	sent := `{"params":{"cursor":null},  "x-client":{"a":1},"method":"resources/list","id":"r 4","jsonrpc":"2.0"}`
+	c.line(sent)
+	r := c.response(`"r 4"`, 10*time.Second)
+	if r.Extra != answer {
+		t.Fatalf("the client got\n%s\nthe server sent\n%s", r.Extra, answer)
+	}
+	var got string
+	for _, f := range rec.got() {
+		if strings.Contains(f, "resources/list") {
+			got = f
+		}
+	}
+	if got != sent {
+		t.Fatalf("the server got\n%s\nthe client sent\n%s", got, sent)
+	}
+}
+
+// pendingFor waits for the pending item of the call with these arguments.
+func pendingFor(t *testing.T, h *harness, args string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var id string
+		err := h.e.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM approvals WHERE status = 'pending' AND arguments_digest = $1`,
+			approval.Digest(args)).Scan(&id)
+		if err == nil {
+			return id
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pending item for %s: %v", args, err)
+		}
 	}
 }

@@ -89,6 +89,7 @@ type Gateway struct {
 	serverIni initializeResult
 	tools     map[string]bool                   // the upstream's tool names, once listed
 	refused   map[string]string                 // the listed tools Countersign refused, with why
+	display   map[string]string                 // the display name each tool was registered with
 	held      map[string]*heldCall              // the client's tools/call being checked, by request id
 	own       map[string]chan *jsonrpc.Response // the gateway's own requests awaiting an answer
 	fwd       map[string]forwarded              // the client's requests at the upstream, by id

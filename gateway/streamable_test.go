@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -133,5 +134,90 @@ func TestStreamableHTTPOutsideCallsAndExpiry(t *testing.T) {
 	}
 	if gets.Load() < 2 {
 		t.Fatalf("%d GET streams opened, want one per session", gets.Load())
+	}
+}
+
+// The standalone stream, broken by the server, is opened again with
+// Last-Event-ID, and what the server sent meanwhile reaches the client.
+func TestStreamableHTTPStandaloneResumes(t *testing.T) {
+	e, _ := countersign(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "read_note", InputSchema: object, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the note"}}}, nil
+		})
+	addResource := func(uri string) {
+		srv.AddResource(&mcp.Resource{URI: uri, Name: uri}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+	}
+	addResource("notes://first")
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	var gets atomic.Int32
+	firstEnded, resume := make(chan struct{}), make(chan struct{})
+	lastIDs := make(chan string, 10)
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			handler.ServeHTTP(w, r)
+			return
+		}
+		switch gets.Add(1) {
+		case 1:
+			// The first stream ends after its first event.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer close(firstEnded)
+			handler.ServeHTTP(&cutAfterEvent{ResponseWriter: w, cancel: cancel}, r.WithContext(ctx))
+		default:
+			lastIDs <- r.Header.Get("Last-Event-ID")
+			<-resume
+			handler.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(remote.Close)
+	c := servePipe(t, rawOptions(e, gateway.StreamableHTTP(remote.URL, nil)))
+	c.initialize()
+	addResource("notes://second") // list_changed on the standalone stream, which then ends
+	c.request("notifications/resources/list_changed", 10*time.Second)
+	select {
+	case <-firstEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first stream did not end")
+	}
+	addResource("notes://third") // sent while no stream is open
+	var last string
+	select {
+	case last = <-lastIDs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream was not opened again")
+	}
+	close(resume)
+	if last == "" {
+		t.Fatal("the stream was opened again without Last-Event-ID")
+	}
+	c.request("notifications/resources/list_changed", 10*time.Second)
+}
+
+// cutAfterEvent ends an SSE response once one event is written.
+type cutAfterEvent struct {
+	http.ResponseWriter
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (c *cutAfterEvent) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	if bytes.Contains(p, []byte("data:")) {
+		c.once.Do(func() {
+			c.Flush()
+			c.cancel()
+		})
+	}
+	return n, err
+}
+
+func (c *cutAfterEvent) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }

@@ -250,9 +250,8 @@ func (g *Gateway) redact(s string) string {
 }
 
 // arguments is the argument object as the client sent it, without
-// insignificant whitespace: the text Countersign digests and the bytes the
-// upstream receives are then the same (the relay writes a frame's params
-// compacted, so compacting first keeps them identical).
+// insignificant whitespace: the text Countersign digests. The upstream
+// receives the client's request as it was written, the same JSON.
 func arguments(raw json.RawMessage) ([]byte, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return []byte("{}"), true

@@ -9,7 +9,10 @@
 // The relay works on JSON-RPC frames, not on the MCP SDK's typed messages:
 // the typed layer drops fields it does not know (a tool's execution, tasks)
 // and adds empty ones, and a gateway in front of every server must not
-// change what either side says.
+// change what either side says. Its own transports (Frames for stdio and a
+// child's pipes, a Streamable HTTP client) keep each message's bytes, so a
+// relayed message is written exactly as it was read, at any size up to
+// Options.MaxFrame.
 //
 // Fail closed: a call reaches the upstream only after Countersign allowed
 // it. Countersign unreachable or answering something the client does not

@@ -28,6 +28,7 @@ type Rule int
 const (
 	RuleID           Rule = iota // 1–200 characters, no control characters
 	RuleName                     // NamePattern
+	RuleToolName                 // ToolNamePattern, and not "." or ".."
 	RuleDisplayName              // up to 200 characters, no control characters
 	RuleDescription              // up to 2000 characters; tab and line breaks allowed
 	RuleReason                   // up to 2000 characters; tab and line breaks allowed
@@ -39,6 +40,15 @@ const (
 // 1–128 letters, digits, '_', '.', ':' or '-', starting with a letter or a
 // digit. A name can therefore never start like a spreadsheet formula.
 var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+// ToolNamePattern is what tool names look like: 1–128 letters, digits,
+// '_', '.', ':' or '-' in any order — every name the MCP specification's
+// naming guidance allows (A-Z, a-z, 0-9, '_', '-', '.'; a leading
+// underscore included), and ':' as connector and tool names always took.
+// A name that is only "." or ".." is refused: it would change a URL path
+// it is part of. Spreadsheet exports defuse a leading '-' (see the audit
+// export).
+var ToolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
 
 var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -77,6 +87,11 @@ func (f Field) problem() string {
 	case RuleName:
 		if !NamePattern.MatchString(v) {
 			return "must be 1–128 letters, digits, '_', '.', ':' or '-', starting with a letter or a digit."
+		}
+		return ""
+	case RuleToolName:
+		if !ToolNamePattern.MatchString(v) || v == "." || v == ".." {
+			return "must be 1–128 letters, digits, '_', '.', ':' or '-' (and not only dots)."
 		}
 		return ""
 	case RuleRunID:
@@ -140,7 +155,7 @@ func (d Definition) CheckLimits() error {
 		for j, p := range s.Tools {
 			tat := at + "tools[" + strconv.Itoa(j) + "]."
 			fields = append(fields, Field{Name: tat + "connector", Value: p.Connector, Rule: RuleName},
-				Field{Name: tat + "tool", Value: p.Tool, Rule: RuleName})
+				Field{Name: tat + "tool", Value: p.Tool, Rule: RuleToolName})
 		}
 	}
 	return CheckFields(fields...)

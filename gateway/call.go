@@ -27,6 +27,10 @@ const (
 	// CodeUnknownTool: the upstream does not list the tool (a JSON-RPC
 	// error -32602, as MCP answers an unknown tool).
 	CodeUnknownTool = "unknown_tool"
+	// CodeToolRefused: Countersign refused the tool when the upstream's
+	// catalog was registered (its name or title breaks a rule of the
+	// runtime API); the server's other tools work.
+	CodeToolRefused = "tool_refused"
 	// CodeCountersignUnreachable: Countersign could not be reached or did
 	// not answer in time.
 	CodeCountersignUnreachable = "countersign_unreachable"
@@ -139,6 +143,12 @@ func (g *Gateway) call(ctx, hctx context.Context, m *jsonrpc.Request, p callPara
 		answer(errorAnswer(m.ID, codeInvalidParams, "Unknown tool: "+p.Name, CodeUnknownTool))
 		return
 	}
+	if why := g.toolRefused(p.Name); why != "" {
+		answer(resultAnswer(m.ID, client.Outcome{Code: CodeToolRefused, Message: "The tool " + strconv.Quote(p.Name) +
+			" of this server cannot be approved through Countersign, so its calls do not run: its " + g.redact(why) +
+			" Tell the user; the server's other tools work."}))
+		return
+	}
 	conv := g.conversation(p.Meta)
 	call := client.Call{CallID: g.callID(p.Meta), User: g.opt.User, ConversationID: conv,
 		TurnID: turnID(p.Name, args, time.Now()), Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args),
@@ -157,11 +167,48 @@ func (g *Gateway) call(ctx, hctx context.Context, m *jsonrpc.Request, p callPara
 		}
 	}
 	if !out.Allowed {
-		out.Message = g.redact(out.Message)
+		out.Message = g.redact(g.byName(p.Name, out))
 		g.toClient(ctx, resultAnswer(m.ID, out))
 		return
 	}
 	g.up.send(ctx, m)
+}
+
+// byName is out's message naming the tool by the name the client called
+// it by, as every other message of the gateway does: Countersign's own
+// messages name it by its display name (the server's title). Only a
+// message exactly as Countersign writes it for that code is reworded.
+func (g *Gateway) byName(name string, out client.Outcome) string {
+	g.mu.Lock()
+	display := g.display[name]
+	g.mu.Unlock()
+	if display == "" || display == name {
+		return out.Message
+	}
+	const mark = "\x00"
+	code := approval.ReasonCode(out.Code)
+	as := approval.Message(code, approval.MessageInput{Tool: display, UserReason: mark})
+	want := approval.Message(code, approval.MessageInput{Tool: name, UserReason: mark})
+	asHead, asTail, quoted := strings.Cut(as, mark)
+	wantHead, wantTail, _ := strings.Cut(want, mark)
+	if !quoted {
+		// The message does not quote a reason: all or nothing.
+		as = approval.Message(code, approval.MessageInput{Tool: display})
+		if out.Message == as {
+			return approval.Message(code, approval.MessageInput{Tool: name})
+		}
+		return out.Message
+	}
+	if words, ok := strings.CutPrefix(out.Message, asHead); ok {
+		if words, ok = strings.CutSuffix(words, asTail); ok {
+			return wantHead + words + wantTail
+		}
+	}
+	// No reason given: the template without the quote.
+	if plain := approval.Message(code, approval.MessageInput{Tool: display}); out.Message == plain {
+		return approval.Message(code, approval.MessageInput{Tool: name})
+	}
+	return out.Message
 }
 
 // unreachable: the check failed on the way (no connection, no answer in
@@ -203,9 +250,8 @@ func (g *Gateway) redact(s string) string {
 }
 
 // arguments is the argument object as the client sent it, without
-// insignificant whitespace: the text Countersign digests and the bytes the
-// upstream receives are then the same (the relay writes a frame's params
-// compacted, so compacting first keeps them identical).
+// insignificant whitespace: the text Countersign digests. The upstream
+// receives the client's request as it was written, the same JSON.
 func arguments(raw json.RawMessage) ([]byte, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return []byte("{}"), true

@@ -1,8 +1,13 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -74,25 +79,77 @@ func (g *Gateway) syncOnce(ctx context.Context) error {
 			break
 		}
 	}
-	conn := client.Connector{DisplayName: g.opt.Connector, Kind: "connector", Tools: make([]client.ConnectorTool, 0, len(tools))}
+	// Each tool on its own merits: a tool Countersign refuses (its name
+	// or its title breaks a rule of the runtime API, whose 400 names the
+	// field) is left out and refused alone, and the rest are registered.
 	names := make(map[string]bool, len(tools))
+	kept := make([]listedTool, 0, len(tools))
 	for _, t := range tools {
-		conn.Tools = append(conn.Tools, connectorTool(t))
+		if !names[t.Name] { // a name listed twice is one tool, as listed first
+			kept = append(kept, t)
+		}
 		names[t.Name] = true
 	}
-	g.mu.Lock()
-	g.tools = names
-	g.mu.Unlock()
+	refused := map[string]string{}
 	// Bounded: a Countersign that never answers must not keep the gateway
 	// from serving (calls then fail closed and try the sync again).
 	sctx, cancel := context.WithTimeout(ctx, min(syncTimeout, g.opt.Hold))
 	defer cancel()
-	if err := g.opt.Client.SyncConnector(sctx, g.opt.Connector, conn); err != nil {
-		return err
+	for {
+		conn := client.Connector{DisplayName: g.opt.Connector, Kind: "connector", Tools: make([]client.ConnectorTool, 0, len(kept))}
+		for _, t := range kept {
+			conn.Tools = append(conn.Tools, connectorTool(t))
+		}
+		err := g.opt.Client.SyncConnector(sctx, g.opt.Connector, conn)
+		if err == nil {
+			break
+		}
+		i, why, ok := refusedTool(err)
+		if !ok || i >= len(kept) {
+			return err
+		}
+		name := kept[i].Name
+		refused[name] = why
+		kept = append(kept[:i], kept[i+1:]...)
+		g.opt.Log.Warn("Countersign cannot take one of the upstream's tools; its calls are refused, the other tools work",
+			"connector", g.opt.Connector, "tool", name, "why", g.redact(why))
 	}
+	display := make(map[string]string, len(kept))
+	for _, t := range kept {
+		display[t.Name] = cmp.Or(connectorTool(t).DisplayName, t.Name)
+	}
+	g.mu.Lock()
+	g.tools, g.refused, g.display = names, refused, display
+	g.mu.Unlock()
 	g.synced.Store(true)
-	g.opt.Log.Info("registered the upstream's tools", "connector", g.opt.Connector, "tools", len(tools))
+	g.opt.Log.Info("registered the upstream's tools", "connector", g.opt.Connector, "tools", len(kept), "refused", len(refused))
 	return nil
+}
+
+// refusedTool reads a catalog sync's 400 that names one tool's field
+// ("tools[3].name must be …"): the tool's index and what is wrong.
+func refusedTool(err error) (int, string, bool) {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest {
+		return 0, "", false
+	}
+	rest, ok := strings.CutPrefix(ce.Message, "tools[")
+	if !ok {
+		return 0, "", false
+	}
+	num, why, ok := strings.Cut(rest, "].")
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil || i < 0 {
+		return 0, "", false
+	}
+	return i, why, true
+}
+
+// toolRefused is why Countersign refused the upstream's tool name, or "".
+func (g *Gateway) toolRefused(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refused[name]
 }
 
 // knownTool says whether the upstream lists name, registering the catalog

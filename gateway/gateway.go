@@ -9,7 +9,10 @@
 // The relay works on JSON-RPC frames, not on the MCP SDK's typed messages:
 // the typed layer drops fields it does not know (a tool's execution, tasks)
 // and adds empty ones, and a gateway in front of every server must not
-// change what either side says.
+// change what either side says. Its own transports (Frames for stdio and a
+// child's pipes, a Streamable HTTP client) keep each message's bytes, so a
+// relayed message is written exactly as it was read, at any size up to
+// Options.MaxFrame.
 //
 // Fail closed: a call reaches the upstream only after Countersign allowed
 // it. Countersign unreachable or answering something the client does not
@@ -62,8 +65,12 @@ type Options struct {
 	// ConversationMeta are tools/call _meta keys whose value is the
 	// client's own conversation id, tried in order (default none).
 	ConversationMeta []string
-	Version          string // the gateway's version, for the log
-	Log              *slog.Logger
+	// MaxFrame is the largest JSON-RPC message the gateway reads from
+	// either side (default DefaultMaxFrame). A larger request gets an error
+	// of its own and the session goes on.
+	MaxFrame int
+	Version  string // the gateway's version, for the log
+	Log      *slog.Logger
 }
 
 // Gateway serves one MCP client in front of one upstream.
@@ -84,6 +91,8 @@ type Gateway struct {
 	clientIni initializeParams
 	serverIni initializeResult
 	tools     map[string]bool                   // the upstream's tool names, once listed
+	refused   map[string]string                 // the listed tools Countersign refused, with why
+	display   map[string]string                 // the display name each tool was registered with
 	held      map[string]*heldCall              // the client's tools/call being checked, by request id
 	own       map[string]chan *jsonrpc.Response // the gateway's own requests awaiting an answer
 	fwd       map[string]forwarded              // the client's requests at the upstream, by id
@@ -102,6 +111,9 @@ func New(opt Options) (*Gateway, error) {
 	}
 	if opt.CallIDMeta == nil {
 		opt.CallIDMeta = DefaultCallIDMeta
+	}
+	if opt.MaxFrame <= 0 {
+		opt.MaxFrame = DefaultMaxFrame
 	}
 	if opt.Version == "" {
 		opt.Version = "dev"
@@ -126,6 +138,9 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer g.up.close()
+	if f, ok := t.(maxFrameSetter); ok {
+		f.setMaxFrame(g.opt.MaxFrame)
+	}
 	conn, err := t.Connect(ctx)
 	if err != nil {
 		return err
@@ -141,6 +156,9 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport) error {
 				return nil
 			}
 			return err
+		}
+		if g.unreadable(ctx, msg, true) {
+			continue
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Request:

@@ -77,6 +77,13 @@ func (g *Gateway) fromClient(ctx context.Context, m *jsonrpc.Request) {
 			g.startCall(ctx, m)
 			return
 		}
+		// A tools/call without an id (or with "id": null) is a
+		// notification to the server: it would run with nobody asked
+		// and no answer to tell. It is dropped, never forwarded.
+		var p callParams
+		_ = json.Unmarshal(m.Params, &p)
+		g.opt.Log.Warn("dropped a tools/call without an id; it was not checked and did not run", "tool", p.Name)
+		return
 	case methodCancelled:
 		if g.cancelHeld(m) {
 			return // the upstream never saw that request

@@ -48,6 +48,9 @@ func (u *upstream) conn(ctx context.Context, method string) (mcp.Connection, err
 	if err != nil {
 		return nil, err
 	}
+	if f, ok := t.(maxFrameSetter); ok {
+		f.setMaxFrame(u.g.opt.MaxFrame)
+	}
 	// Not ctx: the connection outlives the request that started it.
 	c, err := t.Connect(context.WithoutCancel(ctx))
 	if err != nil {
@@ -115,6 +118,9 @@ func (u *upstream) read(ctx context.Context, c mcp.Connection) {
 		if err != nil {
 			u.lost(c, err)
 			return
+		}
+		if u.g.unreadable(ctx, msg, false) {
+			continue
 		}
 		u.g.fromUpstream(ctx, msg)
 	}

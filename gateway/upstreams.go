@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,8 +24,62 @@ func Command(name string, args []string, stderr io.Writer) func() (mcp.Transport
 		cmd.Stderr = stderr
 		cmd.Env = childEnv(os.Environ())
 		cmd.SysProcAttr = childProcAttr()
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+		return &commandTransport{cmd: cmd}, nil
 	}
+}
+
+// commandTransport runs the upstream as a child process speaking
+// newline-delimited JSON-RPC on its stdin and stdout (see Frames).
+type commandTransport struct {
+	cmd      *exec.Cmd
+	maxFrame int
+}
+
+func (t *commandTransport) setMaxFrame(n int) { t.maxFrame = n }
+
+// terminateAfter is how long the child has to exit after its stdin closed
+// (and again after SIGTERM) before it is sent the next signal.
+const terminateAfter = 2 * time.Second
+
+// Connect starts the child.
+func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	cmd := t.cmd
+	// As MCP's stdio transport says: close the child's stdin, wait, then
+	// SIGTERM, wait, then SIGKILL.
+	stop := func() error {
+		_ = stdin.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		wait := func() bool {
+			select {
+			case <-exited:
+				return true
+			case <-time.After(terminateAfter):
+				return false
+			}
+		}
+		if wait() {
+			return nil
+		}
+		if cmd.Process.Signal(syscall.SIGTERM) == nil && wait() {
+			return nil
+		}
+		_ = cmd.Process.Kill()
+		<-exited
+		return nil
+	}
+	return newFrameConn(stdout, stdin, t.maxFrame, stop), nil
 }
 
 func childEnv(env []string) []string {
@@ -42,7 +98,7 @@ func childEnv(env []string) []string {
 func StreamableHTTP(endpoint string, header http.Header) func() (mcp.Transport, error) {
 	hc := &http.Client{Transport: headerTransport{header: header, next: http.DefaultTransport}}
 	return func() (mcp.Transport, error) {
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil
+		return &streamableTransport{endpoint: endpoint, hc: hc}, nil
 	}
 }
 

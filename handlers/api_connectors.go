@@ -72,7 +72,7 @@ func checkConnectorFields(b connectorBody) error {
 	for i, t := range b.Tools {
 		at := "tools[" + strconv.Itoa(i) + "]."
 		fields = append(fields,
-			approval.Field{Name: at + "name", Value: t.Name, Rule: approval.RuleName, Required: true},
+			approval.Field{Name: at + "name", Value: t.Name, Rule: approval.RuleToolName, Required: true},
 			approval.Field{Name: at + "display_name", Value: t.DisplayName, Rule: approval.RuleDisplayName},
 			approval.Field{Name: at + "description", Value: t.Description, Rule: approval.RuleDescription},
 			approval.Field{Name: at + "shell_argument", Value: t.ShellArgument, Rule: approval.RuleDisplayName})

@@ -43,7 +43,7 @@ func (h *Handler) APIToolPut(c echo.Context) error {
 	}
 	if err := approval.CheckFields(
 		approval.Field{Name: "connector", Value: connector, Rule: approval.RuleName, Required: true},
-		approval.Field{Name: "tool", Value: tool, Rule: approval.RuleName, Required: true},
+		approval.Field{Name: "tool", Value: tool, Rule: approval.RuleToolName, Required: true},
 	); err != nil {
 		return err
 	}

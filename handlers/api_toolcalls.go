@@ -139,7 +139,7 @@ func checkCallFields(b checkBody) error {
 		approval.Field{Name: "conversation_title", Value: b.ConversationTitle, Rule: approval.RuleDisplayName},
 		approval.Field{Name: "turn_id", Value: b.TurnID, Rule: approval.RuleID, Required: true},
 		approval.Field{Name: "connector", Value: b.Connector, Rule: approval.RuleName, Required: true},
-		approval.Field{Name: "tool", Value: b.Tool, Rule: approval.RuleName, Required: true},
+		approval.Field{Name: "tool", Value: b.Tool, Rule: approval.RuleToolName, Required: true},
 		approval.Field{Name: "reason", Value: b.Reason, Rule: approval.RuleReason},
 		approval.Field{Name: "playbook_run_id", Value: b.PlaybookRunID, Rule: approval.RuleRunID},
 	)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/countersign/countersign/client"
@@ -18,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const mcpUsage = "countersign mcp --connector NAME [--url URL --user SUBJECT --api-key-file FILE --hold 45s] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
+const mcpUsage = "countersign mcp --connector NAME [--url URL --user SUBJECT --api-key-file FILE --hold 45s --max-frame 256MiB] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
 
 // runMCP is an MCP server on stdin/stdout that an MCP client launches in
 // place of the real server; every tools/call is checked with Countersign
@@ -35,6 +36,8 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	upstreamURL := fs.String("upstream", "", "connect to an MCP server over streamable HTTP instead of starting COMMAND")
 	var headers headerFlag
 	fs.Var(&headers, "header", "HTTP header for --upstream, 'Name: value' (repeatable)")
+	maxFrame := frameSize(gateway.DefaultMaxFrame)
+	fs.Var(&maxFrame, "max-frame", "largest JSON-RPC message relayed either way, in bytes or with KiB, MiB or GiB (a larger request gets an error of its own)")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
 		return usageErr(err)
@@ -65,11 +68,11 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		up = gateway.Command(command[0], command[1:], stderr)
 	}
 	g, err := gateway.New(gateway.Options{Connector: *connector, Client: client.New(*base, apiKey), User: *user,
-		Upstream: up, Hold: *hold, Version: version, Log: log})
+		Upstream: up, Hold: *hold, MaxFrame: int(maxFrame), Version: version, Log: log})
 	if err != nil {
 		return err
 	}
-	return g.Serve(ctx, &mcp.StdioTransport{})
+	return g.Serve(ctx, gateway.Stdio())
 }
 
 func usageErr(err error) error {
@@ -84,6 +87,28 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// frameSize is a --max-frame value: bytes, or a number with KiB, MiB or
+// GiB.
+type frameSize int
+
+func (f *frameSize) String() string { return strconv.Itoa(int(*f)) }
+
+func (f *frameSize) Set(v string) error {
+	mult := 1
+	num := strings.TrimSpace(v)
+	for suffix, m := range map[string]int{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(num, suffix); ok {
+			num, mult = strings.TrimSpace(n), m
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || n > (1<<40)/mult || n*mult < 1024 {
+		return fmt.Errorf("want a size of at least 1KiB such as 256MiB, got %q", v)
+	}
+	*f = frameSize(n * mult)
+	return nil
 }
 
 // headerFlag collects --header 'Name: value'.

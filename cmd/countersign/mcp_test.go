@@ -22,9 +22,26 @@ func TestMCPFlags(t *testing.T) {
 		"CommandAndURL":       {"mcp", "--connector", "c", "--api-key", "k", "--user", "u", "--upstream", "http://x", "--", "server"},
 		"BadHeader":           {"mcp", "--connector", "c", "--api-key", "k", "--user", "u", "--upstream", "http://x", "--header", "nocolon"},
 		"NonPositiveHoldTime": {"mcp", "--connector", "c", "--api-key", "k", "--user", "u", "--hold", "0s", "--", "server"},
+		"MaxFrameTooSmall":    {"mcp", "--connector", "c", "--api-key", "k", "--user", "u", "--max-frame", "100", "--", "server"},
+		"MaxFrameNotASize":    {"mcp", "--connector", "c", "--api-key", "k", "--user", "u", "--max-frame", "lots", "--", "server"},
 	} {
 		if code, _, _ := runCmd(t, env, args...); code != 2 {
 			t.Errorf("%s: exit %d, want 2", name, code)
+		}
+	}
+}
+
+func TestMCPMaxFrame(t *testing.T) {
+	for in, want := range map[string]int{"1024": 1024, "64KiB": 64 << 10, "256MiB": 256 << 20, "2 GiB": 2 << 30} {
+		var f frameSize
+		if err := f.Set(in); err != nil || int(f) != want {
+			t.Errorf("%q: %d %v, want %d", in, f, err, want)
+		}
+	}
+	for _, in := range []string{"", "1023", "0KiB", "-1MiB", "1.5MiB", "2TiB", "2048GiB"} {
+		var f frameSize
+		if err := f.Set(in); err == nil {
+			t.Errorf("%q: accepted as %d", in, f)
 		}
 	}
 }

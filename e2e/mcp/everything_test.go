@@ -80,7 +80,7 @@ func startSession(t *testing.T, name string, args []string, env []string) *sessi
 
 func (s *session) read(r io.Reader) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 32<<20)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		var f frame
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {

@@ -109,16 +109,22 @@ func (h *Handler) APIApprovalGet(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	var sub *db.Subscription
-	if wait > 0 && h.Hub != nil {
-		// Subscribe before the first read, so a change between the read
-		// and the wait still pokes us.
-		sub = h.Hub.Subscribe(db.ApprovalKey(id))
-		defer sub.Close()
-	}
 	a, err := h.DB.ApprovalForKey(ctx, id, key)
 	if err != nil {
 		return err
+	}
+	if wait > 0 && a.Status == approval.StatusPending && h.park(c, a, key, wait) {
+		return nil // answered on the connection when it settles (park)
+	}
+	var sub *db.Subscription
+	if wait > 0 && h.Hub != nil {
+		// Subscribed before a second read, so a change between the read
+		// and the wait still pokes us.
+		sub = h.Hub.Subscribe(db.ApprovalKey(id))
+		defer sub.Close()
+		if a, err = h.DB.ApprovalForKey(ctx, id, key); err != nil {
+			return err
+		}
 	}
 	if sub != nil {
 		a, err = h.waitSettled(ctx, a, key, sub, wait)

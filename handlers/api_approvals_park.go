@@ -29,8 +29,10 @@ import (
 // noticed when its answer is written: it holds its few hundred bytes
 // until then (the wait's end at most, MaxWait).
 
-// parkTimeout bounds one re-read of a parked waiter.
-const parkTimeout = 10 * time.Second
+// parkTimeout bounds one re-read of a parked waiter: as long as a request
+// may wait, since a decision wakes all its waiters at once and they queue
+// for the pool.
+const parkTimeout = MaxWait
 
 // parkedWait is one parked long poll.
 type parkedWait struct {
@@ -51,11 +53,22 @@ type parkedWait struct {
 	timer       *time.Timer
 }
 
+// subscribeParked subscribes a waiter that may be parked, before the
+// request's first read of item id, so that a change between that read and
+// the wait still wakes it: until it is parked (park), a poke only notes
+// that a read is due.
+func (h *Handler) subscribeParked(key db.APIKey, id string) *parkedWait {
+	p := &parkedWait{h: h, key: key, id: id, running: true}
+	p.sub = h.Hub.SubscribeFunc(db.ApprovalKey(id), p.wake)
+	return p
+}
+
 // park takes over c's connection to wait for item a (pending, with time
-// left) without a goroutine; false when the connection cannot be taken
-// over (HTTP/2), and the caller waits as before.
-func (h *Handler) park(c echo.Context, a db.Approval, key db.APIKey, wait time.Duration) bool {
-	if c.Request().ProtoMajor != 1 || h.Hub == nil || a.ExpiresIn <= 0 {
+// left), read after p subscribed, without a goroutine; false when the
+// connection cannot be taken over (HTTP/2), and the caller lets p go and
+// waits as before.
+func (p *parkedWait) park(c echo.Context, a db.Approval, wait time.Duration) bool {
+	if c.Request().ProtoMajor != 1 || a.ExpiresIn <= 0 {
 		return false
 	}
 	header := c.Response().Header().Clone()
@@ -64,21 +77,28 @@ func (h *Handler) park(c echo.Context, a db.Approval, key db.APIKey, wait time.D
 	if err != nil {
 		return false
 	}
-	p := &parkedWait{h: h, conn: conn, header: header, key: key, id: a.ID}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sub = h.Hub.SubscribeFunc(db.ApprovalKey(a.ID), p.wake)
+	p.conn, p.header = conn, header
 	p.deadline = time.AfterFunc(wait, func() {
 		p.mu.Lock()
 		p.over = true
 		p.mu.Unlock()
 		p.wake()
 	})
-	// A change between the first read and the subscription is read now.
-	p.running = true
-	go p.run()
+	p.timer = time.AfterFunc(a.ExpiresIn+expirySlack, p.wake)
+	if p.again {
+		// Poked since the first read: read again now.
+		p.again = false
+		go p.run()
+		return true
+	}
+	p.running = false
 	return true
 }
+
+// close lets a waiter that was not parked go.
+func (p *parkedWait) close() { p.sub.Close() }
 
 // wake starts a re-read, or notes that one more is due.
 func (p *parkedWait) wake() {

@@ -138,11 +138,11 @@ const toolColumns = `id, connector, name, display_name, description, read_only_h
 // statement reads its rows into c (the tool's columns by their names, no
 // row or NULL columns for no tool); keyID, keyName, owner, conv, turn and
 // call are expressions over c or the statement's parameters. The line has
-// policyAllowDetail's keys. Its transaction commits without waiting for the
-// WAL flush (synchronous_commit off, for this transaction only): a crash
-// of Postgres may lose the last few hundred milliseconds of these lines,
-// and of nothing else, since a transaction that writes anything else
-// commits as usual (see docs/security.md). A call whose condition was
+// policyAllowDetail's keys. Its transaction commits as every other does,
+// waiting for the WAL flush, before any check it read is answered: a call
+// that ran has its line (invariant 19), whatever happens to Postgres after
+// the answer. The checks read together (keyToolGroupSQL) share that one
+// commit — the group commit of the allow path. A call whose condition was
 // false is recorded by the group writer (outcomeRecord).
 //
 // A person's key that names no user is refused after the read
@@ -154,8 +154,7 @@ func policyAllowLine(keyID, keyName, team, owner, conv, turn, call string) strin
 	SELECT '` + approval.ActorAPIKey + `', ` + keyID + `::text, ` + keyName + `, '` + approval.ActionAllowedByPolicy + `', c.connector, c.name,
 		` + conv + `, ` + turn + `, jsonb_build_object('agent_key', ` + keyName + `, 'call_id', ` + call + `, 'rule', c.mode,
 		'policy_version', c.policy_version), ` + owner + `
-	FROM c WHERE c.mode = '` + string(approval.ModeAllow) + `' AND (` + owner + ` <> '' OR ` + team + ` IS NOT NULL)
-		AND set_config('synchronous_commit', 'off', true) = 'off')`
+	FROM c WHERE c.mode = '` + string(approval.ModeAllow) + `' AND (` + owner + ` <> '' OR ` + team + ` IS NOT NULL))`
 }
 
 // checkToolLineSQL is checkToolSQL that also writes the audit line of a

@@ -160,9 +160,11 @@ func (h *Hub) backoff(attempt int) time.Duration {
 // decisions soon after the database is back.
 const maxRetryAfter = 2 * time.Second
 
-// Subscription receives pokes on C until Close.
+// Subscription receives pokes on C until Close — or, made by
+// SubscribeFunc, has its function called instead (C is then nil).
 type Subscription struct {
 	C    chan struct{}
+	fn   func()
 	hub  *Hub
 	keys []string
 }
@@ -198,6 +200,22 @@ func (h *Hub) Subscribe(key string, more ...string) *Subscription {
 	return s
 }
 
+// SubscribeFunc calls fn for each poke of key, until Close, instead of
+// sending on a channel: a waiter parked without a goroutine of its own
+// (a long poll whose connection was taken over) is woken by it. fn runs
+// under the hub's lock and must return at once (start a goroutine, or
+// note the poke).
+func (h *Hub) SubscribeFunc(key string, fn func()) *Subscription {
+	s := &Subscription{fn: fn, hub: h, keys: []string{key}}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[key] == nil {
+		h.subs[key] = map[*Subscription]struct{}{}
+	}
+	h.subs[key][s] = struct{}{}
+	return s
+}
+
 // Close stops the subscription.
 func (s *Subscription) Close() {
 	h := s.hub
@@ -214,6 +232,10 @@ func (s *Subscription) Close() {
 }
 
 func poke(s *Subscription) {
+	if s.fn != nil {
+		s.fn()
+		return
+	}
 	select {
 	case s.C <- struct{}{}:
 	default: // a poke is already pending; one re-read covers both
@@ -258,4 +280,10 @@ func (h *Hub) Ready() <-chan struct{} { return h.ready }
 func (h *Hub) Closed() <-chan struct{} { return h.closed }
 
 // CloseWaiters tells every waiter to return, for a quick shutdown.
-func (h *Hub) CloseWaiters() { h.once.Do(func() { close(h.closed) }) }
+// Waiters parked on a function (SubscribeFunc) are poked, to see it.
+func (h *Hub) CloseWaiters() {
+	h.once.Do(func() {
+		close(h.closed)
+		h.pokeAll()
+	})
+}

@@ -12,12 +12,19 @@ import (
 )
 
 // BenchmarkInboxManyPending measures a viewer's inbox list and count with
-// 10,000 calls waiting for other people and a few for the viewer, against
-// the owner-only filter of before teams as the baseline, in the same run:
-// Baseline is that filter; PredicateOnly asks countersign_may_decide of
-// every waiting row; PendingFor and PendingCountFor are the product's
-// reads, which narrow to the viewer's candidates first.
+// 10,000 and with 100,000 calls waiting for other people and a few for the
+// viewer, against the owner-only filter of before teams as the baseline,
+// in the same run: Baseline is that filter; PredicateOnly asks
+// countersign_may_decide of every waiting row; PendingFor and
+// PendingCountFor are the product's reads, which take the viewer's rows of
+// the maintained "who may decide" set first (pending_deciders).
 func BenchmarkInboxManyPending(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("Waiting%d", n), func(b *testing.B) { benchInbox(b, n) })
+	}
+}
+
+func benchInbox(b *testing.B, others int) {
 	store, _ := testenv.OpenDB(b)
 	ctx := context.Background()
 	if err := store.SyncConnector(ctx, approval.SystemActor, db.ConnectorSync{Name: "mail", DisplayName: "Mail", Kind: "connector",
@@ -37,17 +44,17 @@ func BenchmarkInboxManyPending(b *testing.B) {
 	if err != nil || res.Approval == nil {
 		b.Fatal(res.Outcome, err)
 	}
-	// 10,000 copies for others, 4 more for the viewer.
+	// others copies for others, 4 more for the viewer.
 	if _, err := store.Pool.Exec(ctx, `INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id,
 		call_id, tool_id, connector, tool, arguments_digest, arguments_size, preview, agent_reason, available_decisions,
 		policy_version, expires_at)
 		SELECT CASE WHEN g <= 4 THEN owner_subject ELSE 'other-' || (g % 500) END, api_key_id, conversation_id, turn_id,
 			call_id || '-' || g, tool_id, connector, tool, arguments_digest, arguments_size, preview, agent_reason,
 			available_decisions, policy_version, now() + interval '1 hour'
-		FROM approvals, generate_series(1, 10004) g WHERE id = $1`, res.Approval.ID); err != nil {
+		FROM approvals, generate_series(1, $2::int + 4) g WHERE id = $1`, res.Approval.ID, others); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := store.Pool.Exec(ctx, `ANALYZE approvals`); err != nil {
+	if _, err := store.Pool.Exec(ctx, `ANALYZE approvals, pending_deciders`); err != nil {
 		b.Fatal(err)
 	}
 	count := func(b *testing.B, where string) {

@@ -7,6 +7,6 @@ import "context"
 func (d *DB) PendingCountFor(ctx context.Context, subject string) (int, error) {
 	var n int
 	err := d.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals a
-		WHERE a.status = 'pending' AND a.expires_at > now() AND `+mayDecideListSQL("$1"), subject).Scan(&n)
+		WHERE a.status = 'pending' AND a.expires_at > now() AND `+mayDecidePendingSQL("$1"), subject).Scan(&n)
 	return n, translate("count pending", err)
 }

@@ -126,6 +126,35 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	return c.pgctl(ctx, "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(c.Dir, "postgres.log"), "-o", c.opts)
 }
 
+// PostmasterPID is the process id of the cluster's postmaster, from its
+// postmaster.pid file.
+func (c *Cluster) PostmasterPID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strconv.Atoi(strings.TrimSpace(line))
+}
+
+// StartAgain starts a cluster whose postmaster died (a crash test kills
+// it) on the same port: Postgres recovers from its WAL. It retries while
+// the dead postmaster's processes still hold its shared memory.
+func (c *Cluster) StartAgain(ctx context.Context) error {
+	data := filepath.Join(c.Dir, "data")
+	for {
+		err := c.pgctl(ctx, "start", "-D", data, "-w", "-t", "60", "-l", filepath.Join(c.Dir, "postgres.log"), "-o", c.opts)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func (c *Cluster) initIfNeeded(ctx context.Context) error {
 	data := filepath.Join(c.Dir, "data")
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {

@@ -110,13 +110,30 @@ func (h *Handler) APIApprovalGet(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	var sub *db.Subscription
+	var parked *parkedWait
 	if wait > 0 && h.Hub != nil {
 		// Subscribe before the first read, so a change between the read
 		// and the wait still pokes us.
-		sub = h.Hub.Subscribe(db.ApprovalKey(id))
-		defer sub.Close()
+		if c.Request().ProtoMajor == 1 {
+			parked = h.subscribeParked(key, id)
+		} else {
+			sub = h.Hub.Subscribe(db.ApprovalKey(id))
+			defer sub.Close()
+		}
 	}
 	a, err := h.DB.ApprovalForKey(ctx, id, key)
+	if parked != nil {
+		if err == nil && a.Status == approval.StatusPending && parked.park(c, a, wait) {
+			return nil // answered on the connection when it settles (park)
+		}
+		parked.close()
+		if err == nil && a.Status == approval.StatusPending {
+			// Not parked after all: wait as on HTTP/2.
+			sub = h.Hub.Subscribe(db.ApprovalKey(id))
+			defer sub.Close()
+			a, err = h.DB.ApprovalForKey(ctx, id, key)
+		}
+	}
 	if err != nil {
 		return err
 	}

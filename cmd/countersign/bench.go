@@ -39,6 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	soakFor := fs.Duration("soak", 0, "run the fault soak for this long instead (three serve instances on a private cluster; e.g. 10m)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the --throughput run (server and runtimes, one process) to this file")
 	span := fs.Duration("span", 4*time.Second, "how long each --throughput measurement runs")
+	waitersOnly := fs.Bool("waiters-only", false, "measure only the waiting runtimes' memory and goroutines (--waiters)")
 	holdURL := fs.String("hold", "", "internal: hold waiters against this server (the waiters' own process)")
 	holdKey := fs.String("hold-key", "", "internal")
 	holdIDs := fs.String("hold-ids", "", "internal")
@@ -72,6 +73,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return b.throughput(ctx, *runtimes, *span, stdout)
 	}
 
+	if *waitersOnly {
+		return b.waiters(ctx, *waiters, stdout)
+	}
 	listen, err := b.latency(ctx, *iterations, 8, func(c *client.Client) { c.PollWait = 30 * time.Second })
 	if err != nil {
 		return err

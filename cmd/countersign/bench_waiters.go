@@ -58,6 +58,14 @@ func (b *benchServer) waiters(ctx context.Context, n int, stdout io.Writer) erro
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Every waiter subscribes before its first read; the reads queue for
+	// the pool. Measured once they are done: the goroutines stop falling.
+	for last, still := runtime.NumGoroutine(), 0; still < 5 && time.Now().Before(deadline); still++ {
+		time.Sleep(200 * time.Millisecond)
+		if g := runtime.NumGoroutine(); g != last {
+			last, still = g, 0
+		}
+	}
 	g1, h1 := settledStats()
 	fmt.Fprintf(stdout, "%d concurrent waiting runtimes (long polls on %d items), server side\n", n, items)
 	fmt.Fprintf(stdout, "  goroutines  %7d → %7d   (+%.2f per waiter)\n", g0, g1, float64(g1-g0)/float64(n))

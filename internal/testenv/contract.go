@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,11 +84,22 @@ func (k *Contract) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		body, _ := io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		rec := &recorder{ResponseWriter: c.Response().Writer}
+		// A response written on a connection the handler took over (a
+		// parked long poll) is checked when that connection closes.
+		rec.hijacked = func(raw []byte) {
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), req)
+			if err != nil {
+				k.add(fmt.Sprintf("%s %s: unreadable answer on a taken-over connection: %v", req.Method, req.URL.Path, err))
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			k.add(k.Check(req, body, resp.StatusCode, resp.Header, b))
+		}
 		c.Response().Writer = rec
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
-		if req.Context().Err() != nil {
+		if rec.taken || req.Context().Err() != nil {
 			return nil // the caller hung up; nobody reads this answer
 		}
 		if p := k.Check(req, body, c.Response().Status, c.Response().Header(), rec.body.Bytes()); p != "" {
@@ -158,6 +171,10 @@ func oneLine(err error) string {
 type recorder struct {
 	http.ResponseWriter
 	body bytes.Buffer
+	// hijacked checks the raw answer written on a taken-over connection;
+	// taken says the handler took it.
+	hijacked func([]byte)
+	taken    bool
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
@@ -172,3 +189,49 @@ func (r *recorder) Flush() {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Hijack takes the connection over, keeping what is written on it for the
+// check.
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	r.taken = true
+	return &teeConn{Conn: conn, done: r.hijacked}, rw, nil
+}
+
+// teeConn keeps what is written on a taken-over connection, and hands it
+// to done when the connection closes.
+type teeConn struct {
+	net.Conn
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done func([]byte)
+}
+
+func (c *teeConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.out.Write(b)
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *teeConn) Close() error {
+	c.mu.Lock()
+	raw := bytes.Clone(c.out.Bytes())
+	c.mu.Unlock()
+	err := c.Conn.Close()
+	c.done(raw)
+	return err
+}
+
+// add records problem p, unless it is empty.
+func (k *Contract) add(p string) {
+	if p == "" {
+		return
+	}
+	k.mu.Lock()
+	k.problems = append(k.problems, p)
+	k.mu.Unlock()
+}

@@ -179,8 +179,9 @@ func TestPrintHookLines(t *testing.T) {
 	for i, dialect := range []string{"claude-code", "codex"} {
 		e := entries[i]
 		fields := strings.SplitN(e.Command, " ", 2)
-		want := "hook --dialect " + dialect + " --url http://localhost:8080 --user demo-member --api-key-file '/home/maya/my data/dev-api-key'"
-		if e.Type != "command" || e.Timeout != hookTimeout || len(fields) != 2 || fields[1] != want {
+		want := "hook --dialect " + dialect + " --url http://localhost:8080 --user demo-member --api-key-file '/home/maya/my data/dev-api-key' --wait 50s"
+		// The agent's timeout is above --wait, with a margin.
+		if e.Type != "command" || e.Timeout < int(hookWait/time.Second)+10 || len(fields) != 2 || fields[1] != want {
 			t.Errorf("%s entry %+v, want command … %s", dialect, e, want)
 		}
 	}

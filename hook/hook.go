@@ -203,7 +203,10 @@ func allowedReason(out client.Outcome) string {
 // model and the person reading the agent's output.
 func failure(base string, err error) error {
 	var ce *client.Error
+	var re *client.RedirectError
 	switch {
+	case errors.As(err, &re):
+		return fmt.Errorf("Countersign at %s answered %d, a redirect to %q, and the hook follows no redirect: if that address is your Countersign, set --url (COUNTERSIGN_URL) to it", base, re.Status, re.Location)
 	case errors.As(err, &ce) && ce.Status == 401:
 		return errors.New("Countersign refused the API key")
 	case errors.As(err, &ce) && ce.Message != "":

@@ -64,6 +64,10 @@ type DiffFile struct {
 	// LinkTarget is where the path leads when it is a symbolic link: the
 	// file the call really changes.
 	LinkTarget string `json:"link_target,omitempty"`
+	// PreImage is the SHA-256 (hex) of the file as the runtime read it to
+	// make this diff: what the person approved the edit of. A runtime that
+	// finds the file changed before the call runs asks again.
+	PreImage string `json:"pre_image,omitempty"`
 }
 
 // IsNew reports a file the call creates.
@@ -100,6 +104,10 @@ const NotAppliedNote = "# countersign: does not apply to the current file"
 
 // LinkNote starts the comment line naming a symbolic link's target.
 const LinkNote = "# countersign: link to "
+
+// PreImageNote starts the comment line with the SHA-256 of the file as the
+// runtime read it.
+const PreImageNote = "# countersign: sha256 "
 
 // errDiff is the parser's error: the diff is shown as raw text instead.
 var errDiff = errors.New("not a unified diff")
@@ -159,6 +167,8 @@ func (p *diffParser) file() (DiffFile, error) {
 			f.NotApplied = true
 		case strings.HasPrefix(l, LinkNote):
 			f.LinkTarget = strings.TrimPrefix(l, LinkNote)
+		case strings.HasPrefix(l, PreImageNote):
+			f.PreImage = strings.TrimPrefix(l, PreImageNote)
 		case git && strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ"):
 			f.Binary, f.OldPath, f.NewPath = true, gitOld, gitNew
 			p.i++

@@ -86,7 +86,7 @@ func TestDiffBudget(t *testing.T) {
 			t.Logf("input %d bytes", len(c.input))
 			var d string
 			took, heap := measure(func() {
-				cc := contextOf(Input{ToolName: c.tool, ToolInput: c.input, Cwd: dir}, Files{}, time.Now().Add(share), "")
+				cc, _ := contextOf(Input{ToolName: c.tool, ToolInput: c.input, Cwd: dir}, Files{}, time.Now().Add(share), "")
 				if cc != nil {
 					d = cc.Diff
 				}

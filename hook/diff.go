@@ -34,21 +34,26 @@ type diffWriter struct {
 // when no diff can be made. The diff is context for the reviewer, never
 // what is approved: any failure leaves it out and the call is asked about
 // all the same. The API key is taken out of it, as out of every message.
-func contextOf(in Input, files Files, deadline time.Time, key string) *client.CallContext {
+//
+// It also returns the pre-images: each file read, with the SHA-256 of what
+// was read ("" for a file that did not exist).
+func contextOf(in Input, files Files, deadline time.Time, key string) (*client.CallContext, map[string]string) {
 	r := newReader(in.Cwd, files, newBudget(deadline))
 	d, over := tryDiff(in.ToolName, in.ToolInput, in.Cwd, r.read, r.budget)
+	pre := r.preimages
 	if over {
+		pre = nil
 		// The diff from the arguments alone, each file under the note.
 		skip := func(string) (fileText, error) { return fileText{}, skipped{whyBudget} }
 		d, _ = tryDiff(in.ToolName, in.ToolInput, in.Cwd, skip, newBudget(time.Now().Add(maxDiffTime)))
 	}
 	if d == "" {
-		return nil
+		return nil, pre
 	}
 	if len(key) >= 8 {
 		d = strings.ReplaceAll(d, key, "[API key]")
 	}
-	return &client.CallContext{Diff: d}
+	return &client.CallContext{Diff: d}, pre
 }
 
 // tryDiff is editDiff, and whether it ran out of its budget (then "").
@@ -96,10 +101,7 @@ func editDiff(tool string, input []byte, cwd string, read readFile, bud *budget)
 // alone because err kept it unread (or it does not exist), and the link
 // note when the path is a link.
 func unreadNotes(ft fileText, err error) []string {
-	var notes []string
-	if ft.link != "" {
-		notes = append(notes, approval.LinkNote+ft.link)
-	}
+	notes := linkNotes(ft)
 	var s skipped
 	if errors.As(err, &s) {
 		return append(notes, approval.UnreadNote+": "+s.why)
@@ -107,12 +109,17 @@ func unreadNotes(ft fileText, err error) []string {
 	return append(notes, approval.UnreadNote)
 }
 
-// linkNotes is the link note alone, for a file that was read.
+// linkNotes are the notes of a file that was read: its link target, and
+// the SHA-256 of what was read (the pre-image the person approves).
 func linkNotes(ft fileText) []string {
-	if ft.link == "" {
-		return nil
+	var notes []string
+	if ft.link != "" {
+		notes = append(notes, approval.LinkNote+ft.link)
 	}
-	return []string{approval.LinkNote + ft.link}
+	if ft.sha256 != "" {
+		notes = append(notes, approval.PreImageNote+ft.sha256)
+	}
+	return notes
 }
 
 // sendable makes a diff fit what the check accepts: valid UTF-8, no NUL,

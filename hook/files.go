@@ -10,7 +10,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 )
 
 // DefaultSecretFiles are the files whose content the hook never sends,
@@ -107,6 +109,7 @@ func (r *reader) read(p string) (fileText, error) {
 	p = filepath.Clean(p)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
+		r.preimages[p] = ""
 		return fileText{}, errNotFound
 	}
 	if err != nil {
@@ -248,4 +251,36 @@ func readRegular(p string, fi fs.FileInfo, key fs.FileInfo) ([]byte, error) {
 		return nil, skipped{whyTooLarge}
 	}
 	return b, nil
+}
+
+// changedSince is the first file (in path order) that is no longer as it
+// was read — pre maps each path read to its SHA-256, "" for one that did
+// not exist — or "" when none changed. A file that can no longer be read
+// counts as changed.
+func changedSince(cwd string, f Files, pre map[string]string, deadline time.Time) string {
+	paths := make([]string, 0, len(pre))
+	for p := range pre {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	r := newReader(cwd, f, newBudget(deadline))
+	changed := ""
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				if _, ok := v.(overBudget); !ok {
+					panic(v)
+				}
+				changed = "(not checked in time)"
+			}
+		}()
+		for _, p := range paths {
+			ft, err := r.read(p)
+			if (pre[p] == "" && !errors.Is(err, errNotFound)) || (pre[p] != "" && (err != nil || ft.sha256 != pre[p])) {
+				changed = p
+				return
+			}
+		}
+	}()
+	return changed
 }

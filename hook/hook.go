@@ -152,10 +152,18 @@ func decide(ctx context.Context, cfg Config, start time.Time, stdin io.Reader) (
 	if err != nil {
 		return nil, err
 	}
-	call.Context = contextOf(in, cfg.Files, start.Add(diffShare(cfg.Wait)), cfg.Client.APIKey)
+	var pre map[string]string
+	call.Context, pre = contextOf(in, cfg.Files, start.Add(diffShare(cfg.Wait)), cfg.Client.APIKey)
 	out, err := gate(ctx, cfg.Client, call, target, start.Add(personWait(cfg.Wait)))
 	if err != nil {
 		return nil, failure(cfg.Client.BaseURL, err)
+	}
+	if out.Allowed && out.Via == "person" && len(pre) > 0 {
+		// The person approved the diff of the files as they were read: a
+		// file changed since would take an edit nobody saw.
+		if p := changedSince(in.Cwd, cfg.Files, pre, start.Add(cfg.Wait)); p != "" {
+			return d.answer(deny, askAgain(ctx, cfg, in, call, p, start))
+		}
 	}
 	switch {
 	case out.Allowed:
@@ -164,6 +172,22 @@ func decide(ctx context.Context, cfg Config, start time.Time, stdin io.Reader) (
 		return d.answer(deferred, out.Message)
 	}
 	return d.answer(deny, out.Message)
+}
+
+// askAgain opens a new item for the call, with the diff of the files as
+// they are now, and is the deny's reason: the file changed after the
+// approval. The new item has a call id of its own (the approved one is
+// used up); the agent's retry of the same call attaches to it.
+func askAgain(ctx context.Context, cfg Config, in Input, call client.Call, path string, start time.Time) string {
+	msg := "The file " + path + " changed after you approved — asking again"
+	again := call
+	again.CallID = call.CallID + "-changed"
+	again.Context, _ = contextOf(in, cfg.Files, time.Now().Add(min(diffShare(cfg.Wait), max(time.Until(start.Add(cfg.Wait))/2, 0))), cfg.Client.APIKey)
+	out, err := cfg.Client.GateWithin(ctx, again, time.Millisecond)
+	if err == nil && out.URL != "" {
+		msg += " at " + out.URL
+	}
+	return msg + ". The call did not run; make the same call again to run it once the new diff is approved."
 }
 
 // personWait leaves time after the person's answer for the claim.

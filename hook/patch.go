@@ -196,27 +196,44 @@ func diffUpdate(b *diffWriter, f patchFile, path, newPath string, read readFile)
 	return "", false
 }
 
-// applyChunks applies an update's chunks to text as Codex does: each
-// chunk's old lines (kept and removed) are found after the previous chunk
-// and after its "@@" line, if named; exactly, else ignoring trailing, then
-// surrounding blanks, then with typographic punctuation read as ASCII. A
-// line keeps its own ending (a CRLF file's untouched lines keep their CR);
-// the result always ends with a line break, as Codex writes it.
+// applyChunks applies an update's chunks to text as Codex 0.169.0 does:
+// each chunk's old lines (kept and removed) are found after the previous
+// chunk and after its "@@" line, if named; exactly, else ignoring trailing,
+// then surrounding blanks, then with typographic punctuation read as ASCII.
+// Untouched lines keep their own endings; the lines a chunk writes end as
+// the file's first line does (CRLF or LF), and so does a last line that
+// had no line break: Codex always ends the file with one.
 func applyChunks(text string, chunks []patchChunk, b *budget) (string, bool) {
 	b.spend(len(text))
-	lines := strings.Split(text, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+	eol := "\n"
+	if i := strings.IndexByte(text, '\n'); i > 0 && text[i-1] == '\r' {
+		eol = "\r\n"
+	}
+	raw := strings.SplitAfter(text, "\n")
+	if raw[len(raw)-1] == "" {
+		raw = raw[:len(raw)-1]
+	}
+	lines := make([]string, len(raw)) // without their endings
+	for i, l := range raw {
+		lines[i] = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
+	}
+	var out strings.Builder
+	keep := func(from, to int) {
+		for _, l := range raw[from:to] {
+			out.WriteString(l)
+			if !strings.HasSuffix(l, "\n") {
+				out.WriteString(eol)
+			}
+		}
 	}
 	at := 0
-	var out []string
 	for _, c := range chunks {
 		if c.after != "" {
 			k := findLines(lines, []string{c.after}, at, b)
 			if k < 0 {
 				return "", false
 			}
-			out = append(out, lines[at:k+1]...)
+			keep(at, k+1)
 			at = k + 1
 		}
 		var old, next []string
@@ -234,12 +251,14 @@ func applyChunks(text string, chunks []patchChunk, b *budget) (string, bool) {
 				return "", false
 			}
 		}
-		out = append(out, lines[at:k]...)
-		out = append(out, next...)
+		keep(at, k)
+		for _, l := range next {
+			out.WriteString(l + eol)
+		}
 		at = k + len(old)
 	}
-	out = append(out, lines[at:]...)
-	return strings.Join(out, "\n") + "\n", true
+	keep(at, len(raw))
+	return out.String(), true
 }
 
 // findLines finds want in lines at or after from: exactly, then with

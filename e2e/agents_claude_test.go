@@ -21,6 +21,9 @@ type claudeRun struct {
 func (s *agentSetup) startClaude(t *testing.T, countersignURL string, script ...toolCall) *claudeRun {
 	t.Helper()
 	c := &claudeRun{home: t.TempDir(), work: t.TempDir()}
+	if s.prepareWork != nil {
+		s.prepareWork(t, c.work)
+	}
 	c.model = newFakeModel(t, anthropicMessages, script...)
 	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 		"matcher": "*",
@@ -133,6 +136,34 @@ func claudeCodeScenarios(t *testing.T, s *agentSetup) {
 		t.Logf("tool result: %s", got)
 		if !isErr || !strings.Contains(got, "Not on a Friday afternoon") {
 			t.Fatalf("the model was not told the person's words: %s (error %v)", got, isErr)
+		}
+	})
+
+	// An Edit and a Write of a named pipe: nothing blocks and nothing runs
+	// (Claude Code may refuse the pipe itself; if the hook is asked, its card
+	// says the pipe was not read and the person rejects).
+	t.Run("NamedPipeRunsNothing", func(t *testing.T) {
+		s.prepareWork = func(t *testing.T, dir string) { mkfifoIn(t, dir, "pipe") }
+		defer func() { s.prepareWork = nil }()
+		c := s.startClaude(t, s.e.BaseURL,
+			toolCall{"Edit", `{"file_path":"pipe","old_string":"a","new_string":"b"}`},
+			toolCall{"Write", `{"file_path":"pipe","content":"pwned\n"}`})
+		for _, tool := range []string{"Edit", "Write"} {
+			if callID := s.pendingOrDone(t, c.cliRun, "claude-code", tool); callID != "" {
+				if n := s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND context_diff::text LIKE '%not a regular file%'`, callID); n != 1 {
+					t.Fatal("the card does not say the pipe was not read")
+				}
+				s.decide(t, callID, "reject", "No pipes")
+			}
+		}
+		c.wait(t)
+		stillAPipe(t, c.work, "pipe")
+		for step := range 2 {
+			got, isErr := c.toolResult(t, step)
+			t.Logf("tool result %d: %s", step, got)
+			if !isErr {
+				t.Fatalf("call %d ran: %s", step, got)
+			}
 		}
 	})
 

@@ -302,3 +302,24 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	}
 	return p
 }
+
+// An agent that never closes the hook's stdin does not keep it from
+// answering: the clock runs from the first byte.
+func TestInputThatNeverEnds(t *testing.T) {
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	go func() { _, _ = pw.Write([]byte(`{"session_id":"s1",`)) }()
+	cfg := hook.Config{Client: client.New("http://127.0.0.1:1", leakKey), User: "maya", Dialect: hook.Codex, Wait: time.Second}
+	ch := make(chan result, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		code := hook.Run(t.Context(), cfg, pr, &out, &errb)
+		ch <- result{code, out.String(), errb.String()}
+	}()
+	select {
+	case r := <-ch:
+		r.wantFailed(t, "did not finish within --wait (1s)")
+	case <-time.After(3 * time.Second):
+		t.Fatal("no answer while the input never ends")
+	}
+}

@@ -323,3 +323,20 @@ func TestInputThatNeverEnds(t *testing.T) {
 		t.Fatal("no answer while the input never ends")
 	}
 }
+
+// The key is taken out before a long message is cut: cut first, the
+// key's head would be left whole enough to read.
+func TestRedactBeforeCut(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		msg := strings.Repeat("x", 447) + " " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + " and more"
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "x", "message": msg}})
+	}))
+	t.Cleanup(srv.Close)
+	cfg := hook.Config{Client: client.New(srv.URL, leakKey), User: "maya", Dialect: hook.ClaudeCode, Wait: 2 * time.Second}
+	r := runHook(cfg, claudeInput("toolu_cut", "Bash", `{"command":"ls"}`))
+	r.wantFailed(t, "Countersign answered 500")
+	if strings.Contains(r.stderr, "cs_hookleak") || strings.Contains(r.stderr, "8b1d2e6f") {
+		t.Fatalf("part of the key is shown: %q", r.stderr)
+	}
+}

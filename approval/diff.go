@@ -54,6 +54,20 @@ type DiffFile struct {
 	// file, so the diff was computed from the call's arguments alone: its
 	// line numbers count from the edited text, not from the file.
 	Unread bool `json:"unread,omitempty"`
+	// UnreadWhy is the runtime's reason for not reading the file (not a
+	// regular file, a secret, outside the working directory…), if it said.
+	UnreadWhy string `json:"unread_why,omitempty"`
+	// NotApplied is set when the runtime read the file but the edit does
+	// not apply to it (the text it replaces is not there): the agent will
+	// fail to make it, and the diff comes from the arguments alone.
+	NotApplied bool `json:"not_applied,omitempty"`
+	// LinkTarget is where the path leads when it is a symbolic link: the
+	// file the call really changes.
+	LinkTarget string `json:"link_target,omitempty"`
+	// PreImage is the SHA-256 (hex) of the file as the runtime read it to
+	// make this diff: what the person approved the edit of. A runtime that
+	// finds the file changed before the call runs asks again.
+	PreImage string `json:"pre_image,omitempty"`
 }
 
 // IsNew reports a file the call creates.
@@ -81,7 +95,19 @@ type Diff struct {
 
 // UnreadNote is the comment line a runtime puts in a file's header to say
 // that it could not read the current file (see DiffFile.Unread).
+// A reason may follow after ": " (UnreadNote + ": not a regular file").
 const UnreadNote = "# countersign: current file not read"
+
+// NotAppliedNote is the comment line a runtime puts in a file's header to
+// say that it read the file and the edit does not apply to it.
+const NotAppliedNote = "# countersign: does not apply to the current file"
+
+// LinkNote starts the comment line naming a symbolic link's target.
+const LinkNote = "# countersign: link to "
+
+// PreImageNote starts the comment line with the SHA-256 of the file as the
+// runtime read it.
+const PreImageNote = "# countersign: sha256 "
 
 // errDiff is the parser's error: the diff is shown as raw text instead.
 var errDiff = errors.New("not a unified diff")
@@ -135,6 +161,14 @@ func (p *diffParser) file() (DiffFile, error) {
 			gitOld, gitNew = stripGitPrefixes(gitOld, gitNew)
 		case l == UnreadNote:
 			f.Unread = true
+		case strings.HasPrefix(l, UnreadNote+": "):
+			f.Unread, f.UnreadWhy = true, strings.TrimPrefix(l, UnreadNote+": ")
+		case l == NotAppliedNote:
+			f.NotApplied = true
+		case strings.HasPrefix(l, LinkNote):
+			f.LinkTarget = strings.TrimPrefix(l, LinkNote)
+		case strings.HasPrefix(l, PreImageNote):
+			f.PreImage = strings.TrimPrefix(l, PreImageNote)
 		case git && strings.HasPrefix(l, "Binary files ") && strings.HasSuffix(l, " differ"):
 			f.Binary, f.OldPath, f.NewPath = true, gitOld, gitNew
 			p.i++

@@ -120,6 +120,22 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("countersign: %d %s: %s", e.Status, e.Code, e.Message)
 }
 
+// RedirectError is a redirect answer. The client follows none: the key and
+// the call go only to the address it was given, and a redirect means that
+// address is not Countersign's API (or is an old one). Configure Location
+// instead, once you have checked it is yours.
+type RedirectError struct {
+	Status   int
+	Location string
+}
+
+func (e *RedirectError) Error() string {
+	if e.Location == "" {
+		return fmt.Sprintf("countersign: the server answered %d, a redirect, which is not followed", e.Status)
+	}
+	return fmt.Sprintf("countersign: the server answered %d, a redirect to %s, which is not followed: if that is your Countersign, configure its address instead", e.Status, e.Location)
+}
+
 // Do sends one API request and decodes the JSON answer into out; a non-2xx
 // answer is an *Error. Gate, SyncConnector and CancelTurn are built on it.
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
@@ -144,15 +160,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	hc := http.Client{}
+	if c.HTTP != nil {
+		hc = *c.HTTP
 	}
+	// No redirect is followed, whatever the given http.Client does: it
+	// would send the key (same host) or the call (any host) elsewhere, and
+	// obey that place's answer.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return &RedirectError{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return err

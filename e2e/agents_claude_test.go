@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // claudeRun is one headless Claude Code run: its home, workspace and fake
@@ -21,6 +23,9 @@ type claudeRun struct {
 func (s *agentSetup) startClaude(t *testing.T, countersignURL string, script ...toolCall) *claudeRun {
 	t.Helper()
 	c := &claudeRun{home: t.TempDir(), work: t.TempDir()}
+	if s.prepareWork != nil {
+		s.prepareWork(t, c.work)
+	}
 	c.model = newFakeModel(t, anthropicMessages, script...)
 	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 		"matcher": "*",
@@ -133,6 +138,110 @@ func claudeCodeScenarios(t *testing.T, s *agentSetup) {
 		t.Logf("tool result: %s", got)
 		if !isErr || !strings.Contains(got, "Not on a Friday afternoon") {
 			t.Fatalf("the model was not told the person's words: %s (error %v)", got, isErr)
+		}
+	})
+
+	// An Edit and a Write of a named pipe: nothing blocks and nothing runs
+	// (Claude Code may refuse the pipe itself; if the hook is asked, its card
+	// says the pipe was not read and the person rejects).
+	t.Run("NamedPipeRunsNothing", func(t *testing.T) {
+		s.prepareWork = func(t *testing.T, dir string) { mkfifoIn(t, dir, "pipe") }
+		defer func() { s.prepareWork = nil }()
+		c := s.startClaude(t, s.e.BaseURL,
+			toolCall{"Edit", `{"file_path":"pipe","old_string":"a","new_string":"b"}`},
+			toolCall{"Write", `{"file_path":"pipe","content":"pwned\n"}`})
+		for _, tool := range []string{"Edit", "Write"} {
+			if callID := s.pendingOrDone(t, c.cliRun, "claude-code", tool); callID != "" {
+				if n := s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND context_diff::text LIKE '%not a regular file%'`, callID); n != 1 {
+					t.Fatal("the card does not say the pipe was not read")
+				}
+				s.decide(t, callID, "reject", "No pipes")
+			}
+		}
+		c.wait(t)
+		stillAPipe(t, c.work, "pipe")
+		for step := range 2 {
+			got, isErr := c.toolResult(t, step)
+			t.Logf("tool result %d: %s", step, got)
+			if !isErr {
+				t.Fatalf("call %d ran: %s", step, got)
+			}
+		}
+	})
+
+	// Edits Claude Code applies loosely — straight quotes in old_string
+	// over a file with curly ones, a CRLF file — show on the card exactly
+	// the lines that land.
+	t.Run("CardShowsWhatLands", func(t *testing.T) {
+		files := map[string]string{
+			"quotes.py": "print(\u201chello\u201d)\nx = \u2018a\u2019\n",
+			"crlf.txt":  "one\r\ntwo\r\nthree\r\n",
+		}
+		s.prepareWork = func(t *testing.T, dir string) {
+			for name, text := range files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		defer func() { s.prepareWork = nil }()
+		c := s.startClaude(t, s.e.BaseURL,
+			toolCall{"Read", `{"file_path":"quotes.py"}`},
+			toolCall{"Edit", `{"file_path":"quotes.py","old_string":"print(\"hello\")","new_string":"print(\"bye\")"}`},
+			toolCall{"Read", `{"file_path":"crlf.txt"}`},
+			toolCall{"Edit", `{"file_path":"crlf.txt","old_string":"two\n","new_string":"2\nextra\n"}`})
+		wants := map[string]string{
+			"quotes.py": "print(\u201cbye\u201d)\nx = \u2018a\u2019\n",
+			"crlf.txt":  "one\r\n2\r\nextra\r\nthree\r\n",
+		}
+		for range 2 {
+			callID := s.pendingItem(t, c.cliRun, "claude-code", "Edit")
+			var diff string
+			if err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT context_diff::text FROM approvals WHERE call_id = $1`, callID).Scan(&diff); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(diff, "not_applied") || strings.Contains(diff, `"unread"`) {
+				t.Fatalf("the card says the edit was not read or does not apply: %s", diff)
+			}
+			t.Logf("card: %s", diff)
+			s.decide(t, callID, "approve", "")
+			for deadline := time.Now().Add(30 * time.Second); s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND status = 'pending'`, callID) != 0; {
+				if time.Now().After(deadline) {
+					t.Fatal("the item stayed pending")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			var card struct {
+				Files []struct {
+					NewPath string `json:"new_path"`
+					Hunks   []struct {
+						Lines []struct{ K, T string } `json:"lines"`
+					} `json:"hunks"`
+				} `json:"files"`
+			}
+			if err := json.Unmarshal([]byte(diff), &card); err != nil || len(card.Files) != 1 {
+				t.Fatalf("card %s: %v", diff, err)
+			}
+			name := filepath.Base(card.Files[0].NewPath)
+			var added []string
+			for _, h := range card.Files[0].Hunks {
+				for _, l := range h.Lines {
+					if l.K == "add" {
+						added = append(added, l.T)
+					}
+				}
+			}
+			t.Logf("%s: the card adds %q", name, added)
+			wantAdded := map[string]string{"quotes.py": "print(\u201cbye\u201d)", "crlf.txt": "2|extra"}[name]
+			if strings.Join(added, "|") != wantAdded {
+				t.Fatalf("%s: the card adds %q, want %q", name, added, wantAdded)
+			}
+		}
+		c.wait(t)
+		for name, want := range wants {
+			if b, err := os.ReadFile(filepath.Join(c.work, name)); err != nil || string(b) != want {
+				t.Errorf("%s landed as %q, want %q (%v)", name, b, want, err)
+			}
 		}
 	})
 

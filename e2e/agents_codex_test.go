@@ -50,6 +50,9 @@ func codexTrustHash(t *testing.T, event, command string, timeout int) string {
 func (s *agentSetup) startCodex(t *testing.T, countersignURL, trusted string, script ...toolCall) *codexRun {
 	t.Helper()
 	c := &codexRun{home: t.TempDir(), work: t.TempDir()}
+	if s.prepareWork != nil {
+		s.prepareWork(t, c.work)
+	}
 	c.model = newFakeModel(t, openAIResponses, script...)
 	command := s.hookCommand("codex", countersignURL)
 	if trusted == "" {
@@ -176,6 +179,26 @@ func codexScenarios(t *testing.T, s *agentSetup) {
 		if !strings.Contains(got, "blocked by PreToolUse hook") || !strings.Contains(got, "Not on a Friday afternoon") {
 			t.Fatalf("the model was not told the person's words: %s", got)
 		}
+	})
+
+	// A patch that deletes a named pipe beside adding a script: the hook
+	// does not hang on the pipe, asks with a card that says the pipe was not
+	// read, and nothing of the patch runs without the person.
+	t.Run("NamedPipeRunsNothing", func(t *testing.T) {
+		s.prepareWork = func(t *testing.T, dir string) { mkfifoIn(t, dir, "pipe") }
+		defer func() { s.prepareWork = nil }()
+		c := s.startCodex(t, s.e.BaseURL, "",
+			toolCall{"apply_patch", "*** Begin Patch\n*** Delete File: pipe\n*** Add File: evil.sh\n+echo pwned\n*** End Patch\n"})
+		callID := s.pendingItem(t, c.cliRun, "codex", "apply_patch")
+		if n := s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND context_diff::text LIKE '%not a regular file%'`, callID); n != 1 {
+			t.Fatal("the card does not say the pipe was not read")
+		}
+		s.decide(t, callID, "reject", "No pipes")
+		c.wait(t)
+		if _, err := os.Stat(filepath.Join(c.work, "evil.sh")); err == nil {
+			t.Fatal("evil.sh was written")
+		}
+		stillAPipe(t, c.work, "pipe")
 	})
 
 	t.Run("UnreachableRunsNothingAndKeepsTheKey", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +64,45 @@ type agentSetup struct {
 	bin     string // the CLIs' folder
 	tab     context.Context
 	closed  string // an address where nothing listens
+	// prepareWork, when set, prepares a run's working directory before the
+	// CLI starts (a scenario sets it and clears it after).
+	prepareWork func(t *testing.T, dir string)
+}
+
+// pendingOrDone waits until the CLI has a pending item for the tool (its
+// call id) or has ended ("").
+func (s *agentSetup) pendingOrDone(t *testing.T, r *cliRun, connector, tool string) string {
+	t.Helper()
+	for {
+		var callID string
+		err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT call_id FROM approvals
+			WHERE connector = $1 AND tool = $2 AND status = 'pending'`, connector, tool).Scan(&callID)
+		if err == nil {
+			return callID
+		}
+		select {
+		case <-r.done:
+			return ""
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// mkfifoIn makes a named pipe called name in dir.
+func mkfifoIn(t *testing.T, dir, name string) {
+	t.Helper()
+	if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stillAPipe fails the test unless dir/name is still the named pipe.
+func stillAPipe(t *testing.T, dir, name string) {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(dir, name))
+	if err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("%s is no longer the named pipe: %v", name, err)
+	}
 }
 
 func newAgentSetup(t *testing.T) *agentSetup {

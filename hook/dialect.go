@@ -3,6 +3,7 @@ package hook
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/countersign/countersign/client"
 )
@@ -89,7 +90,7 @@ func (d dialect) call(in Input, user string) (client.Call, Target, error) {
 	}
 	return client.Call{CallID: callID, User: user, ConversationID: in.SessionID, TurnID: turn,
 		Connector: t.Connector, Tool: t.Tool, Arguments: args, Reason: reason, AttachToPending: true,
-		Runtime: runtimeOf(d.agent, in), Context: contextOf(in)}, t, nil
+		Runtime: runtimeOf(d.agent, in)}, t, nil
 }
 
 // Decisions the hook writes.
@@ -103,7 +104,7 @@ const (
 // character of the reason: control characters, U+2028/U+2029 and <, >, &
 // are escaped, bidirectional marks pass through as themselves.
 func (d dialect) answer(decision, reason string) ([]byte, error) {
-	if reason == "" {
+	if strings.TrimSpace(reason) == "" {
 		// An agent may read a deny without a reason as malformed, and
 		// malformed output lets Codex run the call.
 		reason = "Countersign did not allow this call."

@@ -1,15 +1,11 @@
 package hook
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/approval"
@@ -24,66 +20,74 @@ const maxReadBytes = 2 << 20
 var errNotFound = errors.New("no such file")
 
 // readFile reads a text file for a diff: errNotFound when it does not
-// exist, an error when it cannot be read, is too large or is binary.
-type readFile func(path string) (string, error)
+// exist, skipped (with the reason the card shows) when it is not read.
+type readFile func(path string) (fileText, error)
 
-// readLocal reads path on this machine, within maxReadBytes.
-func readLocal(path string) (string, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", errNotFound
-	}
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !st.Mode().IsRegular() || st.Size() > maxReadBytes {
-		return "", fmt.Errorf("%s is not a regular file within %d bytes", path, maxReadBytes)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxReadBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > maxReadBytes || bytes.IndexByte(b, 0) >= 0 {
-		return "", fmt.Errorf("%s is too large or a binary file", path)
-	}
-	return string(b), nil
+// diffWriter is a diff being written, and the budget it spends.
+type diffWriter struct {
+	strings.Builder
+	budget *budget
 }
 
 // contextOf is the diff of an edit call, computed here where the files
-// are; nil for any other tool, or when no diff can be made. The diff is
-// context for the reviewer, never what is approved: any failure leaves it
-// out and the call is asked about all the same.
-func contextOf(in Input) *client.CallContext {
-	d := editDiff(in.ToolName, in.ToolInput, in.Cwd, readLocal)
-	if d == "" {
-		return nil
+// are, within the budget that ends at deadline; nil for any other tool, or
+// when no diff can be made. The diff is context for the reviewer, never
+// what is approved: any failure leaves it out and the call is asked about
+// all the same. The API key is taken out of it, as out of every message.
+//
+// It also returns the pre-images: each file read, with the SHA-256 of what
+// was read ("" for a file that did not exist).
+func contextOf(in Input, files Files, deadline time.Time, key string) (*client.CallContext, map[string]string) {
+	r := newReader(in.Cwd, files, newBudget(deadline))
+	d, over := tryDiff(in.ToolName, in.ToolInput, in.Cwd, r.read, r.budget)
+	pre := r.preimages
+	if over {
+		pre = nil
+		// The diff from the arguments alone, each file under the note.
+		skip := func(string) (fileText, error) { return fileText{}, skipped{whyBudget} }
+		d, _ = tryDiff(in.ToolName, in.ToolInput, in.Cwd, skip, newBudget(time.Now().Add(maxDiffTime)))
 	}
-	return &client.CallContext{Diff: d}
+	if d == "" {
+		return nil, pre
+	}
+	if len(key) >= 8 {
+		d = strings.ReplaceAll(d, key, "[API key]")
+	}
+	return &client.CallContext{Diff: d}, pre
+}
+
+// tryDiff is editDiff, and whether it ran out of its budget (then "").
+func tryDiff(tool string, input []byte, cwd string, read readFile, b *budget) (d string, over bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(overBudget); !ok {
+				panic(r)
+			}
+			d, over = "", true
+		}
+	}()
+	return editDiff(tool, input, cwd, read, b), false
 }
 
 // editDiff is the unified diff of one edit tool's call: Claude Code's Edit,
 // MultiEdit, Write and NotebookEdit, Codex's apply_patch. A file that
 // cannot be read is diffed from the arguments alone, under the note
-// approval.UnreadNote. "" for other tools and unreadable arguments.
-func editDiff(tool string, input []byte, cwd string, read readFile) string {
-	var b strings.Builder
+// approval.UnreadNote (and the reason). "" for other tools and unreadable
+// arguments. Past its budget it panics with overBudget (see tryDiff).
+func editDiff(tool string, input []byte, cwd string, read readFile, bud *budget) string {
+	b := &diffWriter{budget: bud}
 	var err error
 	switch tool {
 	case "Edit":
-		err = diffEdit(&b, input, cwd, read)
+		err = diffEdit(b, input, cwd, read)
 	case "MultiEdit":
-		err = diffMultiEdit(&b, input, cwd, read)
+		err = diffMultiEdit(b, input, cwd, read)
 	case "Write":
-		err = diffWrite(&b, input, cwd, read)
+		err = diffWrite(b, input, cwd, read)
 	case "NotebookEdit":
-		err = diffNotebook(&b, input, cwd, read)
+		err = diffNotebook(b, input, cwd, read)
 	case "apply_patch":
-		err = diffApplyPatch(&b, input, cwd, read)
+		err = diffApplyPatch(b, input, cwd, read)
 	default:
 		return ""
 	}
@@ -91,6 +95,31 @@ func editDiff(tool string, input []byte, cwd string, read readFile) string {
 		return ""
 	}
 	return sendable(b.String())
+}
+
+// unreadNotes are the header lines of a file diffed from the arguments
+// alone because err kept it unread (or it does not exist), and the link
+// note when the path is a link.
+func unreadNotes(ft fileText, err error) []string {
+	notes := linkNotes(ft)
+	var s skipped
+	if errors.As(err, &s) {
+		return append(notes, approval.UnreadNote+": "+s.why)
+	}
+	return append(notes, approval.UnreadNote)
+}
+
+// linkNotes are the notes of a file that was read: its link target, and
+// the SHA-256 of what was read (the pre-image the person approves).
+func linkNotes(ft fileText) []string {
+	var notes []string
+	if ft.link != "" {
+		notes = append(notes, approval.LinkNote+ft.link)
+	}
+	if ft.sha256 != "" {
+		notes = append(notes, approval.PreImageNote+ft.sha256)
+	}
+	return notes
 }
 
 // sendable makes a diff fit what the check accepts: valid UTF-8, no NUL,
@@ -112,14 +141,8 @@ func abs(path, cwd string) string {
 	return filepath.Join(cwd, path)
 }
 
-type editArgs struct {
-	OldString  string `json:"old_string"`
-	NewString  string `json:"new_string"`
-	ReplaceAll bool   `json:"replace_all"`
-}
-
 // diffEdit: Edit replaces old_string with new_string in file_path.
-func diffEdit(b *strings.Builder, input []byte, cwd string, read readFile) error {
+func diffEdit(b *diffWriter, input []byte, cwd string, read readFile) error {
 	var in struct {
 		FilePath string `json:"file_path"`
 		editArgs
@@ -131,7 +154,7 @@ func diffEdit(b *strings.Builder, input []byte, cwd string, read readFile) error
 }
 
 // diffMultiEdit: MultiEdit applies edits[] to file_path in order.
-func diffMultiEdit(b *strings.Builder, input []byte, cwd string, read readFile) error {
+func diffMultiEdit(b *diffWriter, input []byte, cwd string, read readFile) error {
 	var in struct {
 		FilePath string     `json:"file_path"`
 		Edits    []editArgs `json:"edits"`
@@ -143,14 +166,14 @@ func diffMultiEdit(b *strings.Builder, input []byte, cwd string, read readFile) 
 }
 
 // diffEdits diffs the file before and after the edits; when the file
-// cannot be read or an edit does not apply to it, each edit's old text
-// against its new text, under the note.
-func diffEdits(b *strings.Builder, path string, edits []editArgs, read readFile) error {
+// cannot be read, or an edit does not apply to it, each edit's old text
+// against its new text, under the note that says which.
+func diffEdits(b *diffWriter, path string, edits []editArgs, read readFile) error {
 	cur, err := read(path)
 	if err == nil {
-		next, ok := applyEdits(cur, edits)
+		next, ok := applyEdits(cur.text, edits, path, b.budget)
 		if ok {
-			unifiedFile(b, path, path, cur, next)
+			unifiedFile(b, path, path, cur.text, next, linkNotes(cur)...)
 			return nil
 		}
 	}
@@ -158,23 +181,14 @@ func diffEdits(b *strings.Builder, path string, edits []editArgs, read readFile)
 		unifiedFile(b, "", path, "", edits[0].NewString) // Edit creates a file with an empty old_string
 		return nil
 	}
+	notes := unreadNotes(cur, err)
+	if err == nil {
+		notes = append(linkNotes(cur), approval.NotAppliedNote)
+	}
 	for _, e := range edits {
-		unifiedFile(b, path, path, withNewline(e.OldString), withNewline(e.NewString), approval.UnreadNote)
+		unifiedFile(b, path, path, withNewline(e.OldString), withNewline(e.NewString), notes...)
 	}
 	return nil
-}
-
-// applyEdits applies Claude Code's edits as it does: each old_string must
-// be found (once, unless replace_all).
-func applyEdits(s string, edits []editArgs) (string, bool) {
-	for _, e := range edits {
-		n := strings.Count(s, e.OldString)
-		if e.OldString == "" || n == 0 || (n > 1 && !e.ReplaceAll) {
-			return "", false
-		}
-		s = strings.ReplaceAll(s, e.OldString, e.NewString)
-	}
-	return s, true
 }
 
 // withNewline ends a fragment with a line break, so that a fragment that
@@ -187,7 +201,7 @@ func withNewline(s string) string {
 }
 
 // diffWrite: Write replaces file_path's whole content (or creates it).
-func diffWrite(b *strings.Builder, input []byte, cwd string, read readFile) error {
+func diffWrite(b *diffWriter, input []byte, cwd string, read readFile) error {
 	var in struct {
 		FilePath string `json:"file_path"`
 		Content  string `json:"content"`
@@ -201,9 +215,9 @@ func diffWrite(b *strings.Builder, input []byte, cwd string, read readFile) erro
 	case errors.Is(err, errNotFound):
 		unifiedFile(b, "", path, "", in.Content)
 	case err != nil:
-		unifiedFile(b, path, path, "", in.Content, approval.UnreadNote)
+		unifiedFile(b, path, path, "", in.Content, unreadNotes(cur, err)...)
 	default:
-		unifiedFile(b, path, path, cur, in.Content)
+		unifiedFile(b, path, path, cur.text, in.Content, linkNotes(cur)...)
 	}
 	return nil
 }
@@ -211,7 +225,7 @@ func diffWrite(b *strings.Builder, input []byte, cwd string, read readFile) erro
 // diffNotebook: NotebookEdit replaces, inserts or deletes one cell of a
 // Jupyter notebook; the diff is of that cell's source (best effort: an
 // unreadable notebook or an unknown cell gives the new source alone).
-func diffNotebook(b *strings.Builder, input []byte, cwd string, read readFile) error {
+func diffNotebook(b *diffWriter, input []byte, cwd string, read readFile) error {
 	var in struct {
 		Path     string `json:"notebook_path"`
 		CellID   string `json:"cell_id"`
@@ -227,18 +241,19 @@ func diffNotebook(b *strings.Builder, input []byte, cwd string, read readFile) e
 		label = path + " (new cell)"
 	}
 	old, found := "", false
-	if text, err := read(path); err == nil && in.CellID != "" {
-		old, found = cellSource(text, in.CellID)
+	ft, err := read(path)
+	if err == nil && in.CellID != "" {
+		old, found = cellSource(ft.text, in.CellID)
 	}
 	switch {
 	case in.EditMode == "insert":
-		unifiedFile(b, label, label, "", withNewline(in.Source))
+		unifiedFile(b, label, label, "", withNewline(in.Source), linkNotes(ft)...)
 	case in.EditMode == "delete" && found:
-		unifiedFile(b, label, label, withNewline(old), "")
+		unifiedFile(b, label, label, withNewline(old), "", linkNotes(ft)...)
 	case found:
-		unifiedFile(b, label, label, withNewline(old), withNewline(in.Source))
+		unifiedFile(b, label, label, withNewline(old), withNewline(in.Source), linkNotes(ft)...)
 	default:
-		unifiedFile(b, label, label, "", withNewline(in.Source), approval.UnreadNote)
+		unifiedFile(b, label, label, "", withNewline(in.Source), unreadNotes(ft, err)...)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 // diffOf runs editDiff over files on disk and parses what it made.
 func diffOf(t *testing.T, tool, input, cwd string) (string, approval.Diff) {
 	t.Helper()
-	d := editDiff(tool, []byte(input), cwd, readLocal)
+	d := editDiff(tool, []byte(input), cwd, newReader(cwd, Files{}, nil).read, nil)
 	if d == "" {
 		t.Fatalf("%s: no diff", tool)
 	}
@@ -135,9 +135,10 @@ func TestEditDiff(t *testing.T) {
 		}
 	})
 	t.Run("EditNotFoundInFile", func(t *testing.T) {
+		// Read, and the edit does not apply: said so, not "could not read".
 		_, d := diffOf(t, "Edit", `{"file_path":`+jsonQuote(path)+`,"old_string":"nowhere","new_string":"x"}`, dir)
-		if !d.Files[0].Unread {
-			t.Fatalf("not marked unread: %+v", d.Files[0])
+		if !d.Files[0].NotApplied || d.Files[0].Unread {
+			t.Fatalf("not marked as not applying: %+v", d.Files[0])
 		}
 	})
 	t.Run("NotebookEdit", func(t *testing.T) {
@@ -153,7 +154,7 @@ func TestEditDiff(t *testing.T) {
 		}
 	})
 	t.Run("OtherTool", func(t *testing.T) {
-		if d := editDiff("Bash", []byte(`{"command":"ls"}`), dir, readLocal); d != "" {
+		if d := editDiff("Bash", []byte(`{"command":"ls"}`), dir, newReader(dir, Files{}, nil).read, nil); d != "" {
 			t.Fatalf("diff for Bash: %q", d)
 		}
 	})
@@ -196,12 +197,12 @@ func TestApplyPatchDiff(t *testing.T) {
 	t.Run("UpdateOfMissingFile", func(t *testing.T) {
 		p := "*** Begin Patch\n*** Update File: missing.go\n@@\n-a\n+b\n*** End Patch\n"
 		_, d := diffOf(t, "apply_patch", `{"command":`+jsonQuote(p)+`}`, dir)
-		if !d.Files[0].Unread || d.Files[0].Hunks[0].Lines[0].Text != "a" {
+		if !d.Files[0].NotApplied || d.Files[0].Hunks[0].Lines[0].Text != "a" {
 			t.Fatalf("file %+v", d.Files[0])
 		}
 	})
 	t.Run("NotAPatch", func(t *testing.T) {
-		if d := editDiff("apply_patch", []byte(`{"command":"ls"}`), dir, readLocal); d != "" {
+		if d := editDiff("apply_patch", []byte(`{"command":"ls"}`), dir, newReader(dir, Files{}, nil).read, nil); d != "" {
 			t.Fatalf("diff %q", d)
 		}
 	})

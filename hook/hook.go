@@ -39,33 +39,83 @@ type Config struct {
 	Client  *client.Client
 	User    string // OIDC subject of the person whose agent this is
 	Dialect string // ClaudeCode, Codex or CodexPermissionRequest
-	// Wait bounds the whole run, the person's answer included. When it
-	// passes with the item still pending, the answer is deny (or defer)
-	// with the item's link; the same call made again attaches to it.
+	// Wait bounds the whole run from the first byte read: reading the
+	// input, the diff, the check, the person's answer and the claim. When
+	// it passes with the item still pending, the answer is deny (or defer)
+	// with the item's link; the same call made again attaches to it. The
+	// agent's own hook timeout must be longer (docs/agents.md).
 	Wait time.Duration
 	// Defer answers "defer" instead of deny when Wait passes (Claude Code
 	// in -p runs: the run stops and --resume asks again).
 	Defer bool
+	// Files says which files the hook may read to show an edit's diff.
+	Files Files
 }
 
 // Run reads one hook input from stdin, asks Countersign and writes the
 // agent's answer to stdout. It returns the exit code; on ExitFailed it has
 // written one line to stderr.
 //
+// It answers within cfg.Wait of being called, whatever the input names:
+// nothing it does — reading the input, reading files, diffing, asking —
+// runs past that clock. When ctx ends first (the process was sent SIGTERM
+// or SIGINT) it answers at once with the agent's deny.
+//
 // Nothing it writes contains the API key: an agent may hand both stdout
 // and stderr to the model, so the key is replaced wherever a message from
 // elsewhere (the server, the network) might carry it.
 func Run(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) int {
-	out, err := decide(ctx, cfg, stdin)
-	if err == nil {
-		_, err = stdout.Write(redact(out, cfg))
+	if cfg.Wait <= 0 {
+		cfg.Wait = DefaultWait
 	}
-	if err != nil {
-		line := "countersign hook: " + oneLine(err.Error()) + " — the call did not run.\n"
-		_, _ = stderr.Write(redact([]byte(line), cfg))
+	start := time.Now()
+	runCtx, cancel := context.WithDeadline(ctx, start.Add(cfg.Wait))
+	defer cancel()
+	type answer struct {
+		out []byte
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := decide(runCtx, cfg, start, stdin)
+		done <- answer{out, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-runCtx.Done():
+		grace := 200 * time.Millisecond // a request ending at the deadline says so itself
+		if ctx.Err() != nil {
+			grace = 0
+		}
+		select {
+		case a = <-done:
+		case <-time.After(grace):
+			a.out, a.err = stopped(ctx, cfg)
+		}
+	}
+	if a.err == nil {
+		_, a.err = stdout.Write(redact(a.out, cfg))
+	}
+	if a.err != nil {
+		line := "countersign hook: " + oneLine(string(redact([]byte(a.err.Error()), cfg))) + " — the call did not run.\n"
+		_, _ = stderr.Write([]byte(line))
 		return ExitFailed
 	}
 	return ExitDecided
+}
+
+// stopped is the answer when the run did not end by itself: stopped by a
+// signal (the agent's deny, at once), or out of time.
+func stopped(ctx context.Context, cfg Config) ([]byte, error) {
+	if ctx.Err() == nil {
+		return nil, fmt.Errorf("the hook did not finish within --wait (%s)", cfg.Wait)
+	}
+	d, err := dialectFor(cfg.Dialect)
+	if err != nil {
+		return nil, err
+	}
+	return d.answer(deny, "The Countersign hook was stopped before Countersign decided, so the call did not run.")
 }
 
 // redact replaces the API key in b. A key is long and random, so a
@@ -77,7 +127,13 @@ func redact(b []byte, cfg Config) []byte {
 	return bytes.ReplaceAll(b, []byte(cfg.Client.APIKey), []byte("[API key]"))
 }
 
-func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
+// diffShare is the part of the wait the diff may take, at most
+// maxDiffTime: the rest is for asking and for the person.
+func diffShare(wait time.Duration) time.Duration {
+	return min(wait/4, maxDiffTime)
+}
+
+func decide(ctx context.Context, cfg Config, start time.Time, stdin io.Reader) ([]byte, error) {
 	d, err := dialectFor(cfg.Dialect)
 	if err != nil {
 		return nil, err
@@ -88,10 +144,6 @@ func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
 	if cfg.Client == nil || cfg.Client.BaseURL == "" || cfg.Client.APIKey == "" || cfg.User == "" {
 		return nil, errors.New("set COUNTERSIGN_URL, COUNTERSIGN_USER and COUNTERSIGN_API_KEY_FILE (or COUNTERSIGN_API_KEY), or --url, --user and --api-key-file")
 	}
-	wait := cfg.Wait
-	if wait <= 0 {
-		wait = DefaultWait
-	}
 	in, err := readInput(stdin)
 	if err != nil {
 		return nil, err
@@ -100,13 +152,18 @@ func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The whole run ends by the deadline, requests included: a hook the
-	// agent cuts off lets the call through to the agent's own prompt.
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	out, err := gate(ctx, cfg.Client, call, target, time.Now().Add(personWait(wait)))
+	var pre map[string]string
+	call.Context, pre = contextOf(in, cfg.Files, start.Add(diffShare(cfg.Wait)), cfg.Client.APIKey)
+	out, err := gate(ctx, cfg.Client, call, target, start.Add(personWait(cfg.Wait)))
 	if err != nil {
 		return nil, failure(cfg.Client.BaseURL, err)
+	}
+	if out.Allowed && out.Via == "person" && len(pre) > 0 {
+		// The person approved the diff of the files as they were read: a
+		// file changed since would take an edit nobody saw.
+		if p := changedSince(in.Cwd, cfg.Files, pre, start.Add(cfg.Wait)); p != "" {
+			return d.answer(deny, askAgain(ctx, cfg, in, call, p, start))
+		}
 	}
 	switch {
 	case out.Allowed:
@@ -115,6 +172,22 @@ func decide(ctx context.Context, cfg Config, stdin io.Reader) ([]byte, error) {
 		return d.answer(deferred, out.Message)
 	}
 	return d.answer(deny, out.Message)
+}
+
+// askAgain opens a new item for the call, with the diff of the files as
+// they are now, and is the deny's reason: the file changed after the
+// approval. The new item has a call id of its own (the approved one is
+// used up); the agent's retry of the same call attaches to it.
+func askAgain(ctx context.Context, cfg Config, in Input, call client.Call, path string, start time.Time) string {
+	msg := "The file " + path + " changed after you approved — asking again"
+	again := call
+	again.CallID = call.CallID + "-changed"
+	again.Context, _ = contextOf(in, cfg.Files, time.Now().Add(min(diffShare(cfg.Wait), max(time.Until(start.Add(cfg.Wait))/2, 0))), cfg.Client.APIKey)
+	out, err := cfg.Client.GateWithin(ctx, again, time.Millisecond)
+	if err == nil && out.URL != "" {
+		msg += " at " + out.URL
+	}
+	return msg + ". The call did not run; make the same call again to run it once the new diff is approved."
 }
 
 // personWait leaves time after the person's answer for the claim.
@@ -157,7 +230,10 @@ func allowedReason(out client.Outcome) string {
 // model and the person reading the agent's output.
 func failure(base string, err error) error {
 	var ce *client.Error
+	var re *client.RedirectError
 	switch {
+	case errors.As(err, &re):
+		return fmt.Errorf("Countersign at %s answered %d, a redirect to %q, and the hook follows no redirect: if that address is your Countersign, set --url (COUNTERSIGN_URL) to it", base, re.Status, re.Location)
 	case errors.As(err, &ce) && ce.Status == 401:
 		return errors.New("Countersign refused the API key")
 	case errors.As(err, &ce) && ce.Message != "":

@@ -3,6 +3,8 @@ package hook
 import (
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/approval"
 )
 
 // maxDiffCells bounds the line diff's table (lines of the old text times
@@ -38,7 +40,7 @@ type op struct {
 // lineDiff is a shortest-edit line diff of a and b: the common head and
 // tail set aside, then the longest common subsequence of the rest (a
 // table of at most maxDiffCells).
-func lineDiff(a, b []string) []op {
+func lineDiff(a, b []string, bud *budget) []op {
 	head := 0
 	for head < len(a) && head < len(b) && a[head] == b[head] {
 		head++
@@ -52,7 +54,7 @@ func lineDiff(a, b []string) []op {
 		ops = append(ops, op{' ', i, i})
 	}
 	ma, mb := a[head:len(a)-tail], b[head:len(b)-tail]
-	ops = append(ops, middleDiff(ma, mb, head)...)
+	ops = append(ops, middleDiff(ma, mb, head, bud)...)
 	for i := 0; i < tail; i++ {
 		ops = append(ops, op{' ', len(a) - tail + i, len(b) - tail + i})
 	}
@@ -61,7 +63,7 @@ func lineDiff(a, b []string) []op {
 
 // middleDiff diffs the changed middle (offset: its first line's index in
 // both texts) by the longest common subsequence.
-func middleDiff(a, b []string, offset int) []op {
+func middleDiff(a, b []string, offset int, bud *budget) []op {
 	var ops []op
 	if len(a)*len(b) > maxDiffCells || len(a) == 0 || len(b) == 0 {
 		for i := range a {
@@ -76,6 +78,7 @@ func middleDiff(a, b []string, offset int) []op {
 	w := len(b) + 1
 	lcs := make([]int32, (len(a)+1)*w)
 	for i := len(a) - 1; i >= 0; i-- {
+		bud.spend(len(b))
 		for j := len(b) - 1; j >= 0; j-- {
 			if a[i] == b[j] {
 				lcs[i*w+j] = lcs[(i+1)*w+j+1] + 1
@@ -106,9 +109,12 @@ func middleDiff(a, b []string, offset int) []op {
 // unifiedFile writes one file of a unified diff of oldText → newText.
 // oldPath or newPath "" is /dev/null (a new or a deleted file); header
 // lines (a note) go before "---". Nothing is written when nothing changed.
-func unifiedFile(b *strings.Builder, oldPath, newPath string, oldText, newText string, notes ...string) {
+// It spends b's budget, and ends the diff (overBudget) once the diff is
+// larger than the check accepts.
+func unifiedFile(b *diffWriter, oldPath, newPath string, oldText, newText string, notes ...string) {
+	b.budget.spend(len(oldText) + len(newText))
 	a, c := splitLines(oldText), splitLines(newText)
-	ops := lineDiff(a, c)
+	ops := lineDiff(a, c, b.budget)
 	changed := false
 	for _, o := range ops {
 		if o.kind != ' ' {
@@ -151,8 +157,11 @@ func unifiedFile(b *strings.Builder, oldPath, newPath string, oldText, newText s
 			end = min(last+diffContext, len(ops))
 			break
 		}
-		writeHunk(b, ops[from:end], a, c)
+		writeHunk(&b.Builder, ops[from:end], a, c)
 		start = end
+	}
+	if b.budget != nil && b.Len() > approval.MaxContextDiffBytes {
+		panic(overBudget{})
 	}
 }
 

@@ -35,7 +35,7 @@ func TestUnifiedFile(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var b strings.Builder
+			var b diffWriter
 			unifiedFile(&b, "f", "f", c.old, c.new)
 			got := b.String()
 			want := ""
@@ -62,7 +62,7 @@ func TestUnifiedFileBounded(t *testing.T) {
 		a.WriteString("old " + itoa(i) + "\n")
 		b.WriteString("new " + itoa(i) + "\n")
 	}
-	var out strings.Builder
+	var out diffWriter
 	unifiedFile(&out, "f", "f", "head\n"+a.String()+"tail\n", "head\n"+b.String()+"tail\n")
 	d, err := approval.ParseDiff(out.String())
 	if err != nil {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,8 +182,9 @@ func TestPrintHookLines(t *testing.T) {
 	for i, dialect := range []string{"claude-code", "codex"} {
 		e := entries[i]
 		fields := strings.SplitN(e.Command, " ", 2)
-		want := "hook --dialect " + dialect + " --url http://localhost:8080 --user demo-member --api-key-file '/home/maya/my data/dev-api-key'"
-		if e.Type != "command" || e.Timeout != hookTimeout || len(fields) != 2 || fields[1] != want {
+		want := "hook --dialect " + dialect + " --url http://localhost:8080 --user demo-member --api-key-file '/home/maya/my data/dev-api-key' --wait 50s"
+		// The agent's timeout is above --wait, with a margin.
+		if e.Type != "command" || e.Timeout < int(hookWait/time.Second)+10 || len(fields) != 2 || fields[1] != want {
 			t.Errorf("%s entry %+v, want command … %s", dialect, e, want)
 		}
 	}
@@ -237,4 +241,76 @@ func TestRuntimeKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// SIGTERM (or SIGINT) while the hook works — here diffing a crafted patch
+// over a large file, with a server that never answers — ends it within a
+// second with the agent's deny on stdout.
+func TestHookSignalAnswersDeny(t *testing.T) {
+	bin := buildBinary(t)
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(hang) })
+	dir := t.TempDir()
+	var big strings.Builder
+	for i := 0; big.Len() < 1_900_000; i++ {
+		big.WriteString("line " + strings.Repeat("x", 40) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(big.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var patch strings.Builder
+	patch.WriteString("*** Begin Patch\n")
+	for i := 0; i < 300; i++ {
+		patch.WriteString("*** Update File: big.txt\n@@\n-line " + strings.Repeat("x", 40) + "\n+line y\n")
+	}
+	patch.WriteString("*** End Patch\n")
+	p, _ := json.Marshal(map[string]string{"command": patch.String()})
+	for _, c := range []struct {
+		dialect, input string
+		sig            os.Signal
+	}{
+		{"claude-code", `{"session_id":"s1","cwd":` + quote(dir) + `,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_sig"}`, syscall.SIGTERM},
+		{"codex", `{"session_id":"s1","turn_id":"t1","cwd":` + quote(dir) + `,"hook_event_name":"PreToolUse","tool_name":"apply_patch","tool_input":` + string(p) + `,"tool_use_id":"call_sig"}`, syscall.SIGTERM},
+		{"codex", `{"session_id":"s1","turn_id":"t1","cwd":` + quote(dir) + `,"hook_event_name":"PreToolUse","tool_name":"apply_patch","tool_input":` + string(p) + `,"tool_use_id":"call_sig2"}`, os.Interrupt},
+	} {
+		t.Run(c.dialect+"/"+c.sig.String(), func(t *testing.T) {
+			cmd := exec.Command(bin, "hook", "--dialect", c.dialect, "--url", srv.URL, "--user", "maya", "--wait", "60s")
+			cmd.Env = append(os.Environ(), "COUNTERSIGN_API_KEY=cs_signal_test_0a1b2c3d4e5f")
+			cmd.Stdin = strings.NewReader(c.input)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			sent := time.Now()
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			ended := make(chan error, 1)
+			go func() { ended <- cmd.Wait() }()
+			select {
+			case <-ended:
+			case <-time.After(time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("still running a second after the signal")
+			}
+			t.Logf("ended %v after the signal", time.Since(sent).Round(time.Millisecond))
+			if cmd.ProcessState.ExitCode() != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) || !strings.Contains(out.String(), "stopped") {
+				t.Fatalf("exit %d stdout %q stderr %q; want the deny", cmd.ProcessState.ExitCode(), out.String(), errb.String())
+			}
+		})
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

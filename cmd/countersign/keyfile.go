@@ -42,6 +42,10 @@ func runtimeKey(flagKey, flagFile string) (string, error) {
 // others may read is refused: the key would be one `cat` away for every
 // account on the machine.
 func readKeyFile(path string) (string, error) {
+	// Looked at before it is opened: opening a FIFO would wait forever.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("the API key file %s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("cannot open the API key file %s: %w", path, errors.Unwrap(err))

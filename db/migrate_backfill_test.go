@@ -2,8 +2,12 @@ package db_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/db"
 	"github.com/jackc/pgx/v5"
@@ -104,4 +108,64 @@ func TestAuditOwnerBackfill(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_proc WHERE proname = 'countersign_backfill_audit_owner'`).Scan(&procs); err != nil || procs != 0 {
 		t.Fatalf("the backfill procedure is left behind: %d %v", procs, err)
 	}
+}
+
+// TestMigrationLockWait: a process that finds another one migrating says
+// so in its log (who holds the lock), gives up after its lock timeout with
+// an error that says why, and migrates once the lock is free.
+func TestMigrationLockWait(t *testing.T) {
+	u := emptyDatabase(t)
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["application_name"] = "countersign migrate"
+	holder, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock(x'636f756e7465'::bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &log}, nil))
+	start := time.Now()
+	_, err = db.MigrateWith(ctx, u, db.MigrateOptions{Log: logger, LockTimeout: 1500 * time.Millisecond})
+	if !errors.Is(err, db.ErrMigrationLockTimeout) || !strings.Contains(err.Error(), "COUNTERSIGN_MIGRATION_LOCK_TIMEOUT") {
+		t.Fatalf("migrate while another process holds the lock: %v", err)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("gave up after %s, not after its timeout", waited)
+	}
+	if !strings.Contains(log.String(), "waiting for another process's migrations") || !strings.Contains(log.String(), `\"countersign migrate\" (pid`) {
+		t.Fatalf("the wait is not logged with its holder:\n%s", log.String())
+	}
+	// Released while a second process waits: it migrates, and says so.
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_, _ = holder.Exec(ctx, `SELECT pg_advisory_unlock(x'636f756e7465'::bigint)`)
+	}()
+	log.Reset()
+	n, err := db.MigrateWith(ctx, u, db.MigrateOptions{Log: logger, LockTimeout: time.Minute})
+	if err != nil || n == 0 {
+		t.Fatalf("after the lock was released: %d %v", n, err)
+	}
+	for _, want := range []string{"migration lock taken", "applying migration", "migration=00001_foundation.sql", "migration applied", "took="} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, log.String())
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -48,7 +48,7 @@ type app struct {
 // discovery and sweeps, and serves on ln until ctx ends. ready, if set, is
 // called once the app is built (dev uses it to start the demo agent).
 func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.Listener, ready func(*app)) error {
-	n, err := db.Migrate(ctx, cfg.DatabaseURL)
+	n, err := db.MigrateWith(ctx, cfg.DatabaseURL, db.MigrateOptions{Log: log, LockTimeout: cfg.MigrationLockTimeout})
 	if err != nil {
 		return err
 	}

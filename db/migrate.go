@@ -294,9 +294,6 @@ func PendingMigrations(ctx context.Context, url string) (current int64, pending 
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := checkSchemaKnown(ctx, p); err != nil {
-		return 0, nil, err
-	}
 	// Status would create goose's version table on a new database; a check
 	// changes nothing, so an empty database is read as version 0.
 	var table *string
@@ -321,6 +318,9 @@ func PendingMigrations(ctx context.Context, url string) (current int64, pending 
 		if err := rows.Err(); err != nil {
 			return 0, nil, fmt.Errorf("db: read schema version: %w", err)
 		}
+	}
+	if current > KnownSchemaVersion() {
+		return 0, nil, fmt.Errorf("%w (database at %d, binary knows up to %d)", ErrSchemaTooNew, current, KnownSchemaVersion())
 	}
 	for _, s := range p.ListSources() {
 		if applied[s.Version] {
@@ -379,4 +379,65 @@ func Reversibility(name string) (bool, string, error) {
 		return false, "it has no Down section", nil
 	}
 	return true, "", nil
+}
+
+// ErrIrreversible is returned when undoing migrations would undo one that
+// declares itself irreversible (or has no Down section).
+var ErrIrreversible = errors.New("db: a migration to undo is not reversible")
+
+// MigrateDown undoes the applied migrations above version, newest first,
+// under the migration lock, each logged as Migrate logs. It refuses,
+// changing nothing, when one of them is not reversible: then the way back
+// is the backup taken before the upgrade.
+func MigrateDown(ctx context.Context, url string, version int64, opt MigrateOptions) (undone int, err error) {
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sqlDB, err := openMigrationDB(url, log)
+	if err != nil {
+		return 0, err
+	}
+	defer sqlDB.Close()
+	p, err := newProvider(sqlDB)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkSchemaKnown(ctx, p); err != nil {
+		return 0, err
+	}
+	unlock, err := migrationLock(ctx, sqlDB, log, opt.LockTimeout)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	st, err := p.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("db: read migration status: %w", err)
+	}
+	var todo []*goose.Source
+	for i := len(st) - 1; i >= 0; i-- {
+		s := st[i]
+		if s.State != goose.StateApplied || s.Source.Version <= version {
+			continue
+		}
+		name := migrationName(s.Source)
+		if ok, why, err := Reversibility(name); err != nil {
+			return 0, err
+		} else if !ok {
+			return 0, fmt.Errorf("%w: %s (%s); restore the backup taken before the upgrade instead", ErrIrreversible, name, why)
+		}
+		todo = append(todo, s.Source)
+	}
+	for _, s := range todo {
+		name := migrationName(s)
+		log.Info("undoing migration", "migration", name)
+		start := time.Now()
+		if _, err := p.ApplyVersion(ctx, s.Version, false); err != nil {
+			return undone, fmt.Errorf("db: undo migration %s: %w", name, err)
+		}
+		undone++
+		log.Info("migration undone", "migration", name, "took", time.Since(start).Round(time.Millisecond).String())
+	}
+	return undone, nil
 }

@@ -1,4 +1,5 @@
 -- +goose Up
+-- Irreversible: undone, a two-person rule would become the owner's alone, and a team key's items would have nobody to decide them
 -- Who decides. Teams come from the identity provider's groups claim
 -- (source 'oidc', refreshed at every sign-in) and from admins (source
 -- 'admin'); a person may be a member both ways, each kept on its own row so

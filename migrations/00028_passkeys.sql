@@ -1,4 +1,5 @@
 -- +goose Up
+-- Irreversible: undone, an item waiting for a passkey approval could be approved without one
 -- Passkey step-up (invariant 16). A person's passkeys (WebAuthn
 -- credentials); a tool's policy may require one to approve (proof, with an
 -- optional CEL proof_condition: step-up only when it is true); an item

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -39,8 +40,9 @@ func TestMigrationsOnline(t *testing.T) {
 	if os.Getenv("COUNTERSIGN_MIGRATION_LOAD") == "full" {
 		events, items = 1_000_000, 200_000
 	}
-	u := emptyDatabase(t)
-	ctx := context.Background()
+	u := uniqueDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
 	if _, err := db.MigrateWith(ctx, u, db.MigrateOptions{UpTo: previousRelease}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +181,29 @@ func fillPreviousRelease(t *testing.T, conn *pgx.Conn, events, items int) {
 			t.Fatalf("%v\n%s", err, sql)
 		}
 	}
+}
+
+// uniqueDatabase creates an empty database of its own for a long test.
+func uniqueDatabase(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testenv.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("cs_online_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), testenv.AdminURL())
+		if err == nil {
+			_, _ = c.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+			_ = c.Close(context.Background())
+		}
+	})
+	return withDB(testenv.AdminURL(), name)
 }
 
 func tableSize(t *testing.T, conn *pgx.Conn, table string) int64 {

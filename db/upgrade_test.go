@@ -19,7 +19,8 @@ import (
 // signed checkpoint — is upgraded to this one. The chain and its
 // checkpoint verify after the upgrade; the pending item is decided and
 // claimed and the approved one claimed, as before; ended items stay ended;
-// both grants still allow their calls; the pre-approval is still live; and
+// both grants still allow their calls; the pre-approval still lets the
+// playbook's run call its tool; and
 // the chain verifies again with what the new release wrote.
 func TestUpgradeFromPreviousRelease(t *testing.T) {
 	u := emptyDatabase(t)
@@ -74,8 +75,14 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	exec(`INSERT INTO standing_grants (id, user_subject, tool_id, conversation_id, policy_version) VALUES
 		(1, 'alice', 1, 'conv-granted', 1), (2, 'bob', 1, NULL, 1)`)
-	exec(`INSERT INTO playbooks (id, owner_subject, name, definition, fingerprint, enabled) VALUES ('nightly', 'alice', 'Nightly', '{}', 'fp', true)`)
-	exec(`INSERT INTO playbook_preapprovals (playbook_id, tool_id, fingerprint, policy_version, owner_subject) VALUES ('nightly', 1, 'fp', 1, 'alice')`)
+	def := approval.Definition{Name: "Nightly", Steps: []approval.Step{{ID: "send", Title: "Send", WorkType: approval.WorkType{ID: "mail", Version: "1"},
+		Tools: []approval.Pair{{Connector: "mail", Tool: "send_email"}}}}}
+	fp, err := def.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(`INSERT INTO playbooks (id, owner_subject, name, definition, fingerprint, enabled) VALUES ('nightly', 'alice', 'Nightly', $1, $2, true)`, def, fp)
+	exec(`INSERT INTO playbook_preapprovals (playbook_id, tool_id, fingerprint, policy_version, owner_subject) VALUES ('nightly', 1, $1, 1, 'alice')`, fp)
 	exec(`INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, playbook_id, connector, tool)
 		VALUES ('user', 'alice', 'Alice', 'pre-approval granted', 'nightly', 'mail', 'send_email'),
 		       ('api_key', '1', 'runtime', 'blocked by policy', '', 'mail', 'send_email')`)
@@ -149,9 +156,15 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	if res := check("alice", "conv-new", "n1"); res.Outcome.Verdict != approval.Pending || res.Approval == nil {
 		t.Fatalf("a new call of a person who signed in before the upgrade: %+v", res.Outcome)
 	}
-	var live int
-	if err := store.Pool.QueryRow(ctx, `SELECT count(*) FROM playbook_preapprovals WHERE playbook_id = 'nightly' AND revoked_at IS NULL AND lapsed_at IS NULL`).Scan(&live); err != nil || live != 1 {
-		t.Fatalf("the pre-approval after the upgrade: %d %v", live, err)
+	// The pre-approval still lets the playbook's unattended run call the tool.
+	run, err := store.StartRun(ctx, key, "nightly")
+	if err != nil || len(run.Preapproved) != 1 {
+		t.Fatalf("a run of the pre-approved playbook: %v %+v", err, run)
+	}
+	res, err := store.Check(ctx, key, db.CheckRequest{CallID: "r1", User: "alice", ConversationID: "run", TurnID: "t", PlaybookRunID: run.ID,
+		Connector: "mail", Tool: "send_email", Arguments: args("r1")}, db.CheckOptions{Timeout: time.Minute, DeniedThreshold: 2})
+	if err != nil || res.Outcome.Verdict != approval.Allow {
+		t.Fatalf("the run's call: %v %+v", err, res.Outcome)
 	}
 
 	// The new release's lines chain onto the old ones, under a new checkpoint.

@@ -258,10 +258,13 @@ func startProbes(t *testing.T, u string) *probes {
 	writes := map[string][]string{
 		"an audit line": {`INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool)
 			VALUES ('api_key', '1', 'runtime', 'blocked by policy', 'files', 'tool1')`},
-		"an item and its audit line": {`WITH a AS (INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
+		// As a check does: the tool's policy held (FOR SHARE), then the
+		// item, then its line.
+		"an item and its audit line": {`WITH t AS (SELECT id FROM tools WHERE name = 'tool0' FOR SHARE),
+			a AS (INSERT INTO approvals (owner_subject, api_key_id, conversation_id, turn_id, call_id, tool_id, connector, tool,
 				arguments_digest, arguments_size, preview, available_decisions, policy_version, expires_at)
-			SELECT 'user-1', 1, 'probe', gen_random_uuid()::text, 'call', min(id), 'files', 'tool0', 'd', 1, '{}', '{approve,reject}', 1, now() + interval '1 hour'
-			FROM tools RETURNING id)
+			SELECT 'user-1', 1, 'probe', gen_random_uuid()::text, 'call', t.id, 'files', 'tool0', 'd', 1, '{}', '{approve,reject}', 1, now() + interval '1 hour'
+			FROM t RETURNING id)
 			INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, connector, tool, approval_id)
 			SELECT 'api_key', '1', 'runtime', 'approval requested', 'files', 'tool0', id::text FROM a`},
 		"a seal": {`SELECT audit_seal(500)`},

@@ -92,6 +92,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer, pub, _ := testenv.AuditSigner(t)
+	if err := old.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	sealer := &db.Sealer{DB: old, Signer: signer}
 	if _, cp, err := sealer.SealOnce(ctx, true); err != nil || cp == nil {
 		t.Fatalf("seal at the previous release's schema: %v %v", cp, err)
@@ -168,6 +171,9 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	}
 
 	// The new release's lines chain onto the old ones, under a new checkpoint.
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := (&db.Sealer{DB: store, Signer: signer}).SealOnce(ctx, true); err != nil {
 		t.Fatal(err)
 	}

@@ -46,10 +46,12 @@ ALTER TABLE approvals
     ADD COLUMN decider_team TEXT,
     ADD COLUMN quorum       INTEGER NOT NULL DEFAULT 1 CHECK (quorum BETWEEN 1 AND 20),
     ADD COLUMN owner_team   TEXT,
-    ADD CONSTRAINT approvals_deciders_team CHECK (deciders = 'owner' OR decider_team IS NOT NULL),
+    ADD CONSTRAINT approvals_deciders_team CHECK (deciders = 'owner' OR decider_team IS NOT NULL) NOT VALID,
     ADD CONSTRAINT approvals_has_owner CHECK (owner_subject <> '' OR owner_team IS NOT NULL) NOT VALID;
-CREATE INDEX approvals_decider_team_pending_idx ON approvals (decider_team, expires_at) WHERE status = 'pending';
-CREATE INDEX approvals_owner_team_pending_idx ON approvals (owner_team, expires_at) WHERE status = 'pending';
+-- Online: the check is validated, and the indexes of pending items by
+-- decider_team and by owner_team (approvals_decider_team_pending_idx,
+-- approvals_owner_team_pending_idx) are built, concurrently by 00034,
+-- not here under the locks this transaction holds.
 
 -- The votes of a quorum: one row per person, whatever they sent how often.
 -- The item turns approved when quorum distinct eligible people approved;
@@ -111,8 +113,8 @@ $$;
 DROP FUNCTION countersign_may_decide(approvals, TEXT);
 DROP FUNCTION countersign_is_member(TEXT, TEXT);
 DROP TABLE approval_votes;
-DROP INDEX approvals_owner_team_pending_idx;
-DROP INDEX approvals_decider_team_pending_idx;
+DROP INDEX IF EXISTS approvals_owner_team_pending_idx;
+DROP INDEX IF EXISTS approvals_decider_team_pending_idx;
 ALTER TABLE approvals
     DROP CONSTRAINT approvals_has_owner,
     DROP CONSTRAINT approvals_deciders_team,

@@ -133,15 +133,20 @@ BEGIN
             SELECT r.id, r.actor_id, r.conversation_id FROM audit_events r
              WHERE r.action IN ('blocked by policy', 'blocked after repeated rejections') AND r.owner_subject = '' AND r.id > lo
              ORDER BY r.id LIMIT batch
-        ), owners AS (
-            SELECT r.id, min(o.owner_subject) AS owner_subject
-              FROM refusals r JOIN audit_events o
-                ON o.conversation_id = r.conversation_id AND o.actor_id = r.actor_id AND o.owner_subject <> ''
-             WHERE r.conversation_id <> ''
-             GROUP BY r.id HAVING count(DISTINCT o.owner_subject) = 1
+        ), conversations AS (
+            -- Each conversation of the batch once, read by its index.
+            SELECT c.actor_id, c.conversation_id, o.owner_subject
+              FROM (SELECT DISTINCT actor_id, conversation_id FROM refusals WHERE conversation_id <> '') c
+             CROSS JOIN LATERAL (
+                SELECT min(x.owner_subject) AS owner_subject, count(DISTINCT x.owner_subject) AS people
+                  FROM audit_events x
+                 WHERE x.conversation_id = c.conversation_id AND x.conversation_id <> '' -- (the index's predicate)
+                   AND x.actor_id = c.actor_id AND x.owner_subject <> '') o
+             WHERE o.people = 1
         ), filled AS (
-            UPDATE audit_events e SET owner_subject = owners.owner_subject
-              FROM owners WHERE e.id = owners.id AND e.owner_subject = ''
+            UPDATE audit_events e SET owner_subject = c.owner_subject
+              FROM refusals r JOIN conversations c ON c.actor_id = r.actor_id AND c.conversation_id = r.conversation_id
+             WHERE e.id = r.id AND e.owner_subject = ''
             RETURNING e.id
         )
         SELECT (SELECT max(id) FROM refusals), (SELECT count(*) FROM filled) INTO top, filled;

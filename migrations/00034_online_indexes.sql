@@ -26,10 +26,13 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS approvals_escalation_due_idx ON approval
     WHERE status = 'pending' AND escalated_at IS NULL AND escalate_at IS NOT NULL;
 CREATE INDEX CONCURRENTLY IF NOT EXISTS approvals_escalate_to_pending_idx ON approvals (escalate_to) WHERE status = 'pending' AND escalate_to <> '';
 
--- 00026's rule that a team rule names its team, checked on the items
--- stored before it (added NOT VALID: new rows were checked from the start).
--- Validating reads the table without holding off its writers.
+-- The checks 00026 and 00028 added NOT VALID (every new row was checked
+-- from the start), checked on the items stored before them. Validating
+-- reads the table without holding off its writers.
+ALTER TABLE approvals VALIDATE CONSTRAINT approvals_deciders_check;
+ALTER TABLE approvals VALIDATE CONSTRAINT approvals_quorum_check;
 ALTER TABLE approvals VALIDATE CONSTRAINT approvals_deciders_team;
+ALTER TABLE approvals VALIDATE CONSTRAINT approvals_proof_required_check;
 
 -- +goose Down
 DROP INDEX CONCURRENTLY IF EXISTS approvals_escalate_to_pending_idx;

@@ -302,8 +302,8 @@ func TestActivityScopedGrant(t *testing.T) {
 }
 
 // Migration 29 gives the lines written before it their owner, from the
-// item, the grant or the playbook they name; a refusal that names none of
-// them keeps none.
+// item, the grant or the playbook they name, and a refusal from the other
+// lines of its key's conversation.
 func TestMigrationBackfillsOwner(t *testing.T) {
 	ctx := context.Background()
 	f := newActivityFixture(t)
@@ -338,10 +338,11 @@ func TestMigrationBackfillsOwner(t *testing.T) {
 		}
 		got = append(got, action+"="+owner)
 	}
-	// A policy allow names no item, grant or playbook: it keeps no owner,
-	// as does a refusal.
+	// A policy allow names no item, grant or playbook: it keeps no owner.
+	// A refusal takes its owner from its key's conversation, whose other
+	// lines name alice.
 	want := []string{"allowed by policy=", "rejected=alice", "always allowed=alice", "auto-approved by Always allow=alice",
-		"blocked by policy=", "allowed by pre-approval=alice", "allowed by policy="}
+		"blocked by policy=alice", "allowed by pre-approval=alice", "allowed by policy="}
 	if strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("owners after the migration:\n%s\nwant:\n%s", strings.Join(got, ", "), strings.Join(want, ", "))
 	}

@@ -13,18 +13,10 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/approval"
-	"github.com/countersign/countersign/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 )
-
-// migrationLockID is the advisory lock key under which migrations run, so
-// that several processes starting together migrate once.
-const migrationLockID = 0x636f756e7465 // "counte"
 
 // DB is a Postgres pool with Countersign's queries.
 // Expiry and every other time rule use the database's now(), so that all
@@ -67,61 +59,6 @@ func (d *DB) Close() { d.Pool.Close() }
 
 // Ping reports whether the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
-
-// Migrate applies every embedded migration the database lacks, under an
-// advisory lock. It refuses to touch a schema newer than this binary knows.
-func Migrate(ctx context.Context, url string) (applied int, err error) {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return 0, fmt.Errorf("db: parse database URL: %w", err)
-	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	defer sqlDB.Close()
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 300))
-	if err != nil {
-		return 0, fmt.Errorf("db: migration lock: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
-	if err != nil {
-		return 0, fmt.Errorf("db: migrations: %w", err)
-	}
-	if err := checkSchemaKnown(ctx, p); err != nil {
-		return 0, err
-	}
-	res, err := p.Up(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("db: apply migrations: %w", err)
-	}
-	return len(res), nil
-}
-
-// ErrSchemaTooNew is returned when the database was migrated by a newer
-// Countersign than this one.
-var ErrSchemaTooNew = errors.New("db: the database schema is newer than this binary knows; upgrade Countersign")
-
-func checkSchemaKnown(ctx context.Context, p *goose.Provider) error {
-	current, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return fmt.Errorf("db: read schema version: %w", err)
-	}
-	if current > KnownSchemaVersion() {
-		return fmt.Errorf("%w (database at %d, binary knows up to %d)", ErrSchemaTooNew, current, KnownSchemaVersion())
-	}
-	return nil
-}
-
-// KnownSchemaVersion is the newest migration embedded in this binary.
-func KnownSchemaVersion() int64 {
-	var max int64
-	entries, _ := migrations.FS.ReadDir(".")
-	for _, e := range entries {
-		var v int64
-		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v > max {
-			max = v
-		}
-	}
-	return max
-}
 
 // InTx runs fn in a transaction, committing when fn returns nil.
 func (d *DB) InTx(ctx context.Context, fn func(pgx.Tx) error) error {

@@ -13,5 +13,8 @@ ALTER TABLE standing_grants
     ADD COLUMN scope_words TEXT NOT NULL DEFAULT '';
 
 -- +goose Down
+-- A scoped grant covers some calls of a tool; without its scope it would
+-- cover them all. Undone, it is revoked instead: its person is asked again.
+UPDATE standing_grants SET revoked_at = now() WHERE scope IS NOT NULL AND revoked_at IS NULL;
 ALTER TABLE standing_grants DROP COLUMN scope_words, DROP COLUMN scope;
 ALTER TABLE tools DROP COLUMN matchable;

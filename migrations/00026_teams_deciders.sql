@@ -1,4 +1,5 @@
 -- +goose Up
+-- Irreversible: undone, a two-person rule would become the owner's alone, and a team key's items would have nobody to decide them
 -- Who decides. Teams come from the identity provider's groups claim
 -- (source 'oidc', refreshed at every sign-in) and from admins (source
 -- 'admin'); a person may be a member both ways, each kept on its own row so
@@ -40,15 +41,20 @@ ALTER TABLE api_keys ADD COLUMN team TEXT;
 -- owner_team is the team of a service agent's key; its items have no
 -- owner_subject ('') and the team stands in for the owner.
 ALTER TABLE approvals
-    ADD COLUMN deciders     TEXT NOT NULL DEFAULT 'owner'
-        CHECK (deciders IN ('owner', 'team', 'owner_or_team', 'quorum')),
+    ADD COLUMN deciders     TEXT NOT NULL DEFAULT 'owner',
     ADD COLUMN decider_team TEXT,
-    ADD COLUMN quorum       INTEGER NOT NULL DEFAULT 1 CHECK (quorum BETWEEN 1 AND 20),
+    ADD COLUMN quorum       INTEGER NOT NULL DEFAULT 1,
     ADD COLUMN owner_team   TEXT,
-    ADD CONSTRAINT approvals_deciders_team CHECK (deciders = 'owner' OR decider_team IS NOT NULL),
+    ADD CONSTRAINT approvals_deciders_check CHECK (deciders IN ('owner', 'team', 'owner_or_team', 'quorum')) NOT VALID,
+    ADD CONSTRAINT approvals_quorum_check CHECK (quorum BETWEEN 1 AND 20) NOT VALID,
+    ADD CONSTRAINT approvals_deciders_team CHECK (deciders = 'owner' OR decider_team IS NOT NULL) NOT VALID,
     ADD CONSTRAINT approvals_has_owner CHECK (owner_subject <> '' OR owner_team IS NOT NULL) NOT VALID;
-CREATE INDEX approvals_decider_team_pending_idx ON approvals (decider_team, expires_at) WHERE status = 'pending';
-CREATE INDEX approvals_owner_team_pending_idx ON approvals (owner_team, expires_at) WHERE status = 'pending';
+-- Online: the new columns' checks hold for every new row at once and are
+-- validated on the stored ones by 00034 (a check added with its column
+-- would read the whole table while holding it), as are the indexes of pending items by
+-- decider_team and by owner_team (approvals_decider_team_pending_idx,
+-- approvals_owner_team_pending_idx) are built, concurrently by 00034,
+-- not here under the locks this transaction holds.
 
 -- The votes of a quorum: one row per person, whatever they sent how often.
 -- The item turns approved when quorum distinct eligible people approved;
@@ -110,8 +116,8 @@ $$;
 DROP FUNCTION countersign_may_decide(approvals, TEXT);
 DROP FUNCTION countersign_is_member(TEXT, TEXT);
 DROP TABLE approval_votes;
-DROP INDEX approvals_owner_team_pending_idx;
-DROP INDEX approvals_decider_team_pending_idx;
+DROP INDEX IF EXISTS approvals_owner_team_pending_idx;
+DROP INDEX IF EXISTS approvals_decider_team_pending_idx;
 ALTER TABLE approvals
     DROP CONSTRAINT approvals_has_owner,
     DROP CONSTRAINT approvals_deciders_team,

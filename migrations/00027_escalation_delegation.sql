@@ -14,8 +14,8 @@ ALTER TABLE approvals
     ADD COLUMN escalate_after_seconds INTEGER,
     ADD COLUMN escalate_at            TIMESTAMPTZ,
     ADD COLUMN escalated_at           TIMESTAMPTZ;
-CREATE INDEX approvals_escalation_due_idx ON approvals (escalate_at)
-    WHERE status = 'pending' AND escalated_at IS NULL AND escalate_at IS NOT NULL;
+-- The index of items whose escalation is due (approvals_escalation_due_idx)
+-- is built concurrently by 00034, not under this transaction's locks.
 
 -- The rule is taken from the tool in the transaction that creates the item
 -- (which holds the tool's policy), so that every writer of pending items

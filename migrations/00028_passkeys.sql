@@ -1,4 +1,5 @@
 -- +goose Up
+-- Irreversible: undone, an item waiting for a passkey approval could be approved without one
 -- Passkey step-up (invariant 16). A person's passkeys (WebAuthn
 -- credentials); a tool's policy may require one to approve (proof, with an
 -- optional CEL proof_condition: step-up only when it is true); an item
@@ -28,8 +29,10 @@ ALTER TABLE tools
     ADD COLUMN proof           TEXT NOT NULL DEFAULT 'none' CHECK (proof IN ('none', 'passkey')),
     ADD COLUMN proof_condition TEXT NOT NULL DEFAULT '';
 
+-- Its check is validated on the stored items by 00034 (online).
 ALTER TABLE approvals
-    ADD COLUMN proof_required TEXT NOT NULL DEFAULT 'none' CHECK (proof_required IN ('none', 'passkey'));
+    ADD COLUMN proof_required TEXT NOT NULL DEFAULT 'none',
+    ADD CONSTRAINT approvals_proof_required_check CHECK (proof_required IN ('none', 'passkey')) NOT VALID;
 
 -- One receipt per approving person: an item approved by one person has
 -- one; an item under a quorum rule has one for each approval vote.

@@ -25,9 +25,10 @@ LANGUAGE sql STABLE AS $$
 $$;
 -- +goose StatementEnd
 
-CREATE INDEX approvals_escalate_to_pending_idx ON approvals (escalate_to) WHERE status = 'pending' AND escalate_to <> '';
+-- The index of pending items by backup team (approvals_escalate_to_pending_idx)
+-- is built concurrently by 00034.
 
 -- +goose Down
-DROP INDEX approvals_escalate_to_pending_idx;
+DROP INDEX IF EXISTS approvals_escalate_to_pending_idx;
 DROP FUNCTION countersign_viewer_teams(TEXT);
 DROP FUNCTION countersign_viewer_people(TEXT);

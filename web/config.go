@@ -35,6 +35,9 @@ type Config struct {
 	TrustedProxies       []*net.IPNet
 	ShutdownTimeout      time.Duration
 	PreviewRetention     time.Duration
+	// MigrationLockTimeout bounds how long a starting process waits for
+	// another one's migrations.
+	MigrationLockTimeout time.Duration
 	// SMTP is where notification mails go; nil: email is not configured.
 	SMTP     *notify.SMTPConfig
 	MailFrom string
@@ -72,6 +75,7 @@ var Settings = []Setting{
 	{"COUNTERSIGN_TRUSTED_PROXIES", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For is trusted"},
 	{"COUNTERSIGN_SHUTDOWN_TIMEOUT", "30s", "how long in-flight requests get to finish on SIGTERM"},
 	{"COUNTERSIGN_PREVIEW_RETENTION", "720h", "how long argument previews of decided items are kept (audit lines are kept)"},
+	{"COUNTERSIGN_MIGRATION_LOCK_TIMEOUT", "10m", "how long serve and migrate wait for another process's migrations before giving up (the wait is logged)"},
 	{"COUNTERSIGN_SMTP_URL", "", "mail server for notifications: smtp://user:pass@host:587 (STARTTLS), smtps://user:pass@host:465 (implicit TLS), smtp://host:25 (local relay, no auth); empty: no mail"},
 	{"COUNTERSIGN_MAIL_FROM", "", "sender address of notification mails (required with COUNTERSIGN_SMTP_URL), e.g. Countersign <countersign@example.com>"},
 	{"COUNTERSIGN_VAPID_PUBLIC_KEY", "", "Web Push VAPID public key (base64url, uncompressed P-256 point); set both or neither; empty: a pair generated once and kept in the database"},
@@ -103,17 +107,18 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return d
 	}
 	c := Config{
-		DatabaseURL:        get("COUNTERSIGN_DATABASE_URL"),
-		Listen:             get("COUNTERSIGN_LISTEN"),
-		OIDCIssuer:         get("COUNTERSIGN_OIDC_ISSUER"),
-		OIDCClientID:       get("COUNTERSIGN_OIDC_CLIENT_ID"),
-		OIDCClientSecret:   get("COUNTERSIGN_OIDC_CLIENT_SECRET"),
-		OIDCGroupsClaim:    get("COUNTERSIGN_OIDC_GROUPS_CLAIM"),
-		ApprovalTimeout:    dur("COUNTERSIGN_APPROVAL_TIMEOUT"),
-		SessionIdleTimeout: dur("COUNTERSIGN_SESSION_IDLE_TIMEOUT"),
-		SessionLifetime:    dur("COUNTERSIGN_SESSION_LIFETIME"),
-		ShutdownTimeout:    dur("COUNTERSIGN_SHUTDOWN_TIMEOUT"),
-		PreviewRetention:   dur("COUNTERSIGN_PREVIEW_RETENTION"),
+		DatabaseURL:          get("COUNTERSIGN_DATABASE_URL"),
+		Listen:               get("COUNTERSIGN_LISTEN"),
+		OIDCIssuer:           get("COUNTERSIGN_OIDC_ISSUER"),
+		OIDCClientID:         get("COUNTERSIGN_OIDC_CLIENT_ID"),
+		OIDCClientSecret:     get("COUNTERSIGN_OIDC_CLIENT_SECRET"),
+		OIDCGroupsClaim:      get("COUNTERSIGN_OIDC_GROUPS_CLAIM"),
+		ApprovalTimeout:      dur("COUNTERSIGN_APPROVAL_TIMEOUT"),
+		SessionIdleTimeout:   dur("COUNTERSIGN_SESSION_IDLE_TIMEOUT"),
+		SessionLifetime:      dur("COUNTERSIGN_SESSION_LIFETIME"),
+		ShutdownTimeout:      dur("COUNTERSIGN_SHUTDOWN_TIMEOUT"),
+		PreviewRetention:     dur("COUNTERSIGN_PREVIEW_RETENTION"),
+		MigrationLockTimeout: dur("COUNTERSIGN_MIGRATION_LOCK_TIMEOUT"),
 	}
 	u, err := url.Parse(get("COUNTERSIGN_BASE_URL"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -121,6 +121,7 @@ func (s *Server) adminRoutes(user *echo.Group) {
 	admin.GET("/audit", h.AuditList)
 	admin.GET("/audit.csv", h.AuditExport)
 	admin.GET("/audit/verify", h.AuditVerify)
+	admin.GET("/version", s.version)
 	admin.GET("/insights", h.InsightsShow)
 	admin.GET("/api-keys", h.APIKeysList)
 	admin.POST("/api-keys", h.APIKeyCreate)

@@ -33,6 +33,7 @@ type Server struct {
 	metrics  *metrics
 	// Notify is the notification pipeline; Serve runs it.
 	Notify *notify.Pipeline
+	build  Build
 }
 
 // Deps are a Server's collaborators.
@@ -45,12 +46,18 @@ type Deps struct {
 	Notify notify.Options
 	// MailWindow groups a person's mails (default notify.DefaultMailWindow).
 	MailWindow time.Duration
+	// Build is which build runs, shown to admins at /admin/version
+	// (default: ReadBuild("")).
+	Build *Build
 }
 
 // New builds a server: sessions in Postgres, the relying party (not yet
 // discovered), the handlers and every route.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, db: d.DB, log: d.Log}
+	s := &Server{cfg: d.Config, db: d.DB, log: d.Log, build: ReadBuild("")}
+	if d.Build != nil {
+		s.build = *d.Build
+	}
 	s.Sessions = newSessionManager(d.Config, d.DB)
 	s.OIDC = NewOIDC(d.Config, d.Log)
 	s.metrics = newMetrics(d.DB)

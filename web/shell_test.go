@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/db"
 	"github.com/countersign/countersign/internal/testenv"
 )
 
@@ -186,4 +187,23 @@ func TestStaticFiles(t *testing.T) {
 			t.Fatalf("app.css: %d %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
 		}
 	})
+}
+
+// TestAdminVersion: an admin reads which build runs and the database's
+// schema version; anyone else gets 404, as for every admin page.
+func TestAdminVersion(t *testing.T) {
+	e := testenv.NewEnv(t)
+	b := e.NewBrowser()
+	b.SignIn("admin")
+	r, body := b.Get("/admin/version")
+	schema := fmt.Sprintf("schema    %d\n", db.KnownSchemaVersion())
+	if r.StatusCode != http.StatusOK || !strings.HasPrefix(body, "countersign ") || !strings.Contains(body, "revision  ") ||
+		!strings.Contains(body, schema) || !strings.Contains(body, fmt.Sprintf("database  schema %d\n", db.KnownSchemaVersion())) {
+		t.Fatalf("admin version: %d %q", r.StatusCode, body)
+	}
+	m := e.NewBrowser()
+	m.SignIn("member")
+	if r, body := m.Get("/admin/version"); r.StatusCode != http.StatusNotFound || strings.Contains(body, "revision") {
+		t.Fatalf("a member's /admin/version: %d", r.StatusCode)
+	}
 }

@@ -26,8 +26,12 @@ import (
 	"github.com/countersign/countersign/web"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=..."; when
+// it is not, the module version from the build information is shown.
 var version = "dev"
+
+// buildVersion is which build this is: version, revision, schema.
+func buildVersion() web.Build { return web.ReadBuild(version) }
 
 type command struct {
 	name, usage, summary string
@@ -38,7 +42,7 @@ func commands() []command {
 	return []command{
 		{"serve", "countersign serve", "run the server; configuration comes from COUNTERSIGN_* variables", runServe},
 		{"dev", "countersign dev [--data DIR] [--no-agent]", "run everything locally: private Postgres, development sign-in, demo agent", runDev},
-		{"migrate", "countersign migrate", "apply database migrations (serve also does this at start)", runMigrate},
+		{"migrate", "countersign migrate [--check | --down-to VERSION]", "apply database migrations (serve also does this at start); --check says what would run and whether it can be undone", runMigrate},
 		{"apikey", "countersign apikey create --name NAME", "create a runtime API key and print it once", runAPIKey},
 		{"audit", "countersign audit verify [--public-key FILE] | keygen --out FILE", "walk the audit log's hash chain and report the first broken link; make a checkpoint signing key", runAudit},
 		{"demo-agent", "countersign demo-agent --url URL --api-key KEY --user SUBJECT [--interval 8s]", "a scripted agent runtime that keeps asking for approvals", runDemoAgent},
@@ -50,8 +54,8 @@ func commands() []command {
 			}
 			return nil
 		}},
-		{"version", "countersign version", "print the version", func(_ context.Context, _ []string, out, _ io.Writer) error {
-			fmt.Fprintln(out, "countersign", version)
+		{"version", "countersign version", "print the version, the revision it was built from and the schema version it knows", func(_ context.Context, _ []string, out, _ io.Writer) error {
+			fmt.Fprint(out, buildVersion().Lines())
 			return nil
 		}},
 	}

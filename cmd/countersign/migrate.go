@@ -12,8 +12,13 @@ import (
 	"github.com/countersign/countersign/web"
 )
 
+// migrateUsage is the migrate command's usage line.
+const migrateUsage = "countersign migrate [--check | --down-to VERSION]   (reads COUNTERSIGN_DATABASE_URL)"
+
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("migrate", "countersign migrate   (reads COUNTERSIGN_DATABASE_URL)", stderr, false)
+	fs := newFlags("migrate", migrateUsage, stderr, false)
+	check := fs.Bool("check", false, "say which migrations would run and whether each can be undone; change nothing")
+	downTo := fs.Int64("down-to", -1, "undo the migrations above this schema version (refused when one of them cannot be undone)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -24,11 +29,54 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if cfg.DatabaseURL == "" {
 		return errors.New("COUNTERSIGN_DATABASE_URL is required for migrate")
 	}
-	n, err := db.Migrate(ctx, cfg.DatabaseURL)
+	if *check {
+		return migrateCheck(ctx, cfg.DatabaseURL, stdout)
+	}
+	opt := db.MigrateOptions{Log: newLogger(stderr, cfg.LogLevel), LockTimeout: cfg.MigrationLockTimeout}
+	if *downTo >= 0 {
+		n, err := db.MigrateDown(ctx, cfg.DatabaseURL, *downTo, opt)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "undid %d migration(s); schema at version %d\n", n, *downTo)
+		return nil
+	}
+	n, err := db.MigrateWith(ctx, cfg.DatabaseURL, opt)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "applied %d migration(s); schema at version %d\n", n, db.KnownSchemaVersion())
+	return nil
+}
+
+// migrateCheck prints what migrate would apply and whether each migration
+// can be undone, and when one cannot, the backup to take first.
+func migrateCheck(ctx context.Context, url string, stdout io.Writer) error {
+	current, pending, err := db.PendingMigrations(ctx, url)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "The database is at schema version %d; this binary (%s) knows up to %d.\n", current, buildVersion().String(), db.KnownSchemaVersion())
+	if len(pending) == 0 {
+		fmt.Fprintln(stdout, "Nothing to apply.")
+		return nil
+	}
+	fmt.Fprintf(stdout, "%d migration(s) would run:\n", len(pending))
+	irreversible := 0
+	for _, m := range pending {
+		state := "reversible"
+		if !m.Reversible {
+			state = "NOT reversible: " + m.Why
+			irreversible++
+		}
+		fmt.Fprintf(stdout, "  %-40s %s\n", m.Name, state)
+	}
+	if irreversible == 0 {
+		fmt.Fprintf(stdout, "All can be undone: \"countersign migrate --down-to %d\" with this binary, then start the previous one.\n", current)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%d cannot be undone. Take a backup before migrating, and restore it to go back (docs/deployment.md, Upgrading):\n", irreversible)
+	fmt.Fprintln(stdout, "  pg_dump --format=custom --file=countersign-before-upgrade.dump \"$COUNTERSIGN_DATABASE_URL\"")
 	return nil
 }
 

@@ -33,7 +33,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s (COUNTERSIGN_LISTEN): %w", cfg.Listen, err)
 	}
-	log.Info("countersign serving", "version", version, "listen", ln.Addr().String(), "base_url", cfg.BaseURL.String())
+	log.Info("countersign serving", "version", buildVersion().String(), "listen", ln.Addr().String(), "base_url", cfg.BaseURL.String())
 	return serveApp(ctx, cfg, log, ln, nil)
 }
 
@@ -48,7 +48,7 @@ type app struct {
 // discovery and sweeps, and serves on ln until ctx ends. ready, if set, is
 // called once the app is built (dev uses it to start the demo agent).
 func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.Listener, ready func(*app)) error {
-	n, err := db.Migrate(ctx, cfg.DatabaseURL)
+	n, err := db.MigrateWith(ctx, cfg.DatabaseURL, db.MigrateOptions{Log: log, LockTimeout: cfg.MigrationLockTimeout})
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,8 @@ func serveApp(ctx context.Context, cfg web.Config, log *slog.Logger, ln net.List
 	case <-ctx.Done():
 		return nil
 	}
-	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub})
+	build := buildVersion()
+	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: hub, Build: &build})
 	go func() { _ = srv.OIDC.Discover(runCtx) }()
 	go sweep(runCtx, store, log, cfg.PreviewRetention)
 	sealer := &db.Sealer{DB: store, Log: log, Signer: cfg.AuditSigner}

@@ -44,3 +44,19 @@ func TestBatchRefusal(t *testing.T) {
 		})
 	}
 }
+
+// A parse kept in part knows the true count of its commands and keeps the
+// last one (issue 42: "first 49 of 54 commands").
+func TestShellBoundedKeepsCountAndLast(t *testing.T) {
+	v := ParseShell(strings.Repeat("ls; ", ShellStoredCommands+5)+"rm -rf /srv", "").Bounded()
+	if !v.Shortened || len(v.Commands) != ShellStoredCommands || v.Count() != ShellStoredCommands+6 {
+		t.Fatalf("kept %d, count %d", len(v.Commands), v.Count())
+	}
+	if v.Last == nil || len(v.Last.Words) != 3 || v.Last.Words[0].Text != "rm" {
+		t.Fatalf("last %+v", v.Last)
+	}
+	whole := ParseShell("ls && rm -rf /srv", "").Bounded()
+	if whole.Total != 0 || whole.Last != nil || whole.Count() != 2 {
+		t.Fatalf("a whole parse: %+v", whole)
+	}
+}

@@ -131,7 +131,16 @@ function ask(decision, list) {
   list.forEach((r) => ul.appendChild(listItem(r, !reject)));
   const ok = dialog.querySelector('[data-testid="batch-confirm"]');
   ok.className = 'btn ' + (reject ? 'btn-danger-solid' : 'btn-primary');
-  ok.textContent = (reject ? 'Reject these ' : 'Approve these ') + n;
+  if (reject || own === 0) {
+    ok.textContent = (reject ? 'Reject these ' : 'Approve these ') + n;
+  } else if (own < n) {
+    ok.textContent = 'Approve ' + (n - own) + ' of these ' + n;
+  } else {
+    // Nothing here can be approved in a batch: Cancel, and decide each on
+    // its own card (or reject them together).
+    ok.textContent = 'Approve none';
+    ok.disabled = true;
+  }
   document.body.appendChild(dialog);
   const opener = document.activeElement;
   return new Promise((resolve) => {

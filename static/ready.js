@@ -115,7 +115,7 @@ function guard(li) {
       bar.prepend(note);
     }
     note.hidden = false;
-    note.textContent = 'Approve waits until ' + reason.replace(/^its red flags/, 'the red flags').replace(/: .*$/, '') + '.';
+    note.textContent = waitWords(li);
     button.setAttribute('aria-describedby', note.id);
   } else if (button.hasAttribute('data-ready-held')) {
     button.disabled = false;
@@ -123,6 +123,13 @@ function guard(li) {
     button.removeAttribute('aria-describedby');
     if (note) { note.hidden = true; }
   }
+}
+
+// waitWords says, above a held Approve, what is left to read.
+function waitWords(li) {
+  if (folded(li)) { return 'Approve waits until you show the folded part of this call and read it to its end.'; }
+  if (!stateOf(li.getAttribute('data-approval-id')).flags) { return 'Approve waits until you have seen the red flags at the top of this call.'; }
+  return 'Approve waits until you have scrolled to the end of this call.';
 }
 
 let queued = false;

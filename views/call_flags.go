@@ -116,8 +116,10 @@ func (c ApprovalCard) FlagWords() string {
 // End is the end of what the call runs, on one line: its last simple
 // command, or the end of its last argument's value.
 func (c ApprovalCard) End() string {
-	if _, last := c.CommandEnds(); last != nil {
+	if first, last := c.CommandEnds(); last != nil {
 		return Marked(tail(commandText(*last), endChars))
+	} else if first != nil {
+		return Marked(tail(commandText(*first), endChars))
 	}
 	p := c.Preview
 	var s string

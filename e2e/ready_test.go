@@ -193,3 +193,37 @@ func firstScreen(t *testing.T, ctx context.Context, name string) {
 		}
 	}
 }
+
+// TestRowsDiffer: eight waiting calls of one tool that differ only in
+// their service read as eight different rows at 1280×900 (issue 42): each
+// row shows, whole and on screen, the value that tells it apart.
+func TestRowsDiffer(t *testing.T) {
+	e := testenv.NewEnv(t)
+	rt := runtime(t, e)
+	ctx := newTab(t)
+	signIn(t, ctx, e, "member")
+	services := []string{"payments-api", "payments-worker", "billing-api", "billing-worker", "search-api", "search-indexer", "auth-api", "auth-admin"}
+	for i, svc := range services {
+		args, _ := json.Marshal(map[string]string{"title": "Release to production", "description": "deploy " + strings.Repeat("the tagged build ", 8),
+			"service": svc, "version": "1.4.2"})
+		c := client.Call{CallID: fmt.Sprintf("svc-%d", i), User: dev.DemoMember.Subject, ConversationID: "conv-release", TurnID: fmt.Sprintf("svc-turn-%d", i),
+			Connector: "calendar", Tool: "create_event", Arguments: string(args)}
+		gate(rt, c)
+		approvalID(t, e, c.CallID)
+	}
+	waitInbox(t, ctx, e, len(services))
+	until(t, ctx, `document.querySelectorAll('#pending-rows [data-row-differs]:not([hidden])').length === 8`, "the rows do not say what differs")
+	got := eval[[]string](t, ctx, `[...document.querySelectorAll('#pending-rows > li')].map((li) => {
+		const d = li.querySelector('[data-row-differs]'), r = d.getBoundingClientRect(), row = li.getBoundingClientRect();
+		const whole = d.scrollWidth <= d.clientWidth + 1 && r.right <= row.right + 1 && r.bottom <= window.innerHeight;
+		return whole ? d.textContent : 'clipped: ' + d.textContent;
+	})`)
+	seen := map[string]bool{}
+	for _, s := range got {
+		if !strings.HasPrefix(s, "service: ") || seen[s] {
+			t.Fatalf("rows read %q", got)
+		}
+		seen[s] = true
+	}
+	firstScreen(t, ctx, "rows-differ-1280")
+}

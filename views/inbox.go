@@ -56,8 +56,10 @@ type ApprovalCard struct {
 	// challenge Approve must be signed over ("" when approving needs no
 	// passkey), for relying party PasskeyRP; ApprovedWithPasskey names the
 	// passkey that approved the item.
-	PasskeyChallenge    string
-	PasskeyRP           string
+	PasskeyChallenge string
+	PasskeyRP        string
+	// NoPasskey: approving needs a passkey and the viewer has none yet.
+	NoPasskey           bool
 	ApprovedWithPasskey string
 	// Deciders says who may decide the call (empty: its owner alone).
 	Deciders DecidersView

@@ -23,6 +23,9 @@ func TestPasskeyNoneSaysSo(t *testing.T) {
 	if s := render(true); !strings.Contains(s, `data-testid="passkey-none"`) || !strings.Contains(s, `href="/settings#passkeys-heading"`) {
 		t.Fatal("no word that the viewer has no passkey, or no link to add one")
 	}
+	if s := render(true); strings.Contains(s, `value="approve"`) {
+		t.Fatal("an Approve that cannot work is offered")
+	}
 	if s := render(false); strings.Contains(s, `data-testid="passkey-none"`) || !strings.Contains(s, `data-testid="passkey-required"`) {
 		t.Fatal("with a passkey the card says there is none")
 	}

@@ -46,6 +46,18 @@ func TestTrueLabels(t *testing.T) {
 			t.Fatal("the navigation does not list Pending as the current page")
 		}
 	})
+	t.Run("PoliciesListWhoDecides", func(t *testing.T) {
+		_, body := admin.Get("/admin/policies")
+		var got string
+		for _, r := range testIDs(parseHTML(t, body), "policy-row") {
+			if attr(r, "data-tool") == "send" {
+				got = nodeText(testIDs(r, "policy-deciders")[0]) + " | " + nodeText(testIDs(r, "policy-passkey")[0])
+			}
+		}
+		if !strings.Contains(got, "two of finance") || !strings.Contains(got, "args.amount > 10000") || !strings.HasSuffix(got, "| No") {
+			t.Fatalf("the policies list says %q", got)
+		}
+	})
 	t.Run("QuorumApprovers", func(t *testing.T) {
 		pay := l.payment(t, 20000)
 		if s, _ := decide(l.Finn, pay, "approve"); s != http.StatusOK && s != http.StatusSeeOther {

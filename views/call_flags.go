@@ -156,3 +156,11 @@ func tail(s string, n int) string {
 	}
 	return "…" + string(r[len(r)-n+1:])
 }
+
+// codeKeys are argument keys whose value is code or a file's text: shown
+// in a monospace font even when it runs over several lines (an edit's
+// old_string and new_string).
+var codeKeys = map[string]bool{"old_string": true, "new_string": true, "content": true, "code": true, "patch": true,
+	"command": true, "script": true, "diff": true, "source": true, "old_str": true, "new_str": true, "file_text": true, "input": true}
+
+func isCodeKey(k string) bool { return codeKeys[strings.ToLower(k)] }

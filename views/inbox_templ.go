@@ -1135,7 +1135,7 @@ func ArgumentsOf(id string, p approval.ArgumentPreview, expandable bool) templ.C
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					var templ_7745c5c3_Var42 = []any{templ.KV("has-hidden", lineHasHidden(l))}
+					var templ_7745c5c3_Var42 = []any{templ.KV("has-hidden", lineHasHidden(l)), templ.KV("code-value", isCodeKey(l.Key))}
 					templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var42...)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

@@ -85,7 +85,9 @@ func midCut(s string, n int) string {
 // middle, as JSON.
 func (c ApprovalCard) RowArgs() string {
 	p := c.Preview
-	if !p.Parsed || p.Removed {
+	if !p.Parsed || p.Removed || (p.Shell != nil && Gist(p) != Gist(approval.ArgumentPreview{Parsed: true, Lines: p.Lines})) {
+		// Not comparable, or a shell line shown by its flagged command:
+		// that is what tells it apart.
 		return "[]"
 	}
 	out := make([][2]string, 0, len(p.Lines))

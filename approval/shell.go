@@ -32,7 +32,16 @@ type ShellView struct {
 	// parsers and bash have disagreed (`# x\` then a new line), so a
 	// scoped grant never covers a line with one.
 	comments bool
+	// Total is how many simple commands the whole parse has when Commands
+	// keeps fewer of them (0: Commands holds every one).
+	Total int `json:"total,omitempty"`
+	// Last is the last simple command, kept (bounded) when Commands stops
+	// short of it: the end of a command is often the dangerous part.
+	Last *ShellCommand `json:"last,omitempty"`
 }
+
+// Count is how many simple commands the command has, kept or not.
+func (v ShellView) Count() int { return max(v.Total, len(v.Commands)) }
 
 // ShellCommand is one simple command: its words as written, the operator
 // that joins it to the next one at its level, where it sits, and its

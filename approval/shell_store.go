@@ -58,28 +58,16 @@ func (v ShellView) Bounded() ShellView {
 			out.Shortened = true
 			break
 		}
-		if len(c.Words) > ShellStoredWords {
-			c.Words, out.Shortened = c.Words[:ShellStoredWords], true
-		}
-		c.Words = boundWords(c.Words, &out.Shortened)
-		if len(c.Redirects) > ShellStoredWords {
-			c.Redirects, out.Shortened = c.Redirects[:ShellStoredWords], true
-		}
-		rs := make([]ShellRedirect, len(c.Redirects))
-		for j, r := range c.Redirects {
-			r.Target = boundWords([]ShellWord{r.Target}, &out.Shortened)[0]
-			rs[j] = r
-		}
-		c.Redirects = rs
-		for _, w := range c.Words {
-			budget -= utf8.RuneCountInString(w.Text)
-		}
-		for _, r := range c.Redirects {
-			budget -= utf8.RuneCountInString(r.Target.Text)
-		}
+		c = boundCommand(c, &out.Shortened)
+		budget -= commandChars(c)
 		cmds = append(cmds, c)
 	}
 	out.Commands = cmds
+	if len(cmds) < len(v.Commands) {
+		out.Total = max(v.Total, len(v.Commands))
+		last := boundCommand(v.Commands[len(v.Commands)-1], &out.Shortened)
+		out.Last = &last
+	}
 	if len(v.Flags) > ShellStoredFlags {
 		out.Flags, out.Shortened = v.Flags[:ShellStoredFlags], true
 	}
@@ -93,6 +81,38 @@ func (v ShellView) Bounded() ShellView {
 		out.Hosts, out.Shortened = v.Hosts[:ShellStoredHosts], true
 	}
 	return out
+}
+
+// boundCommand keeps at most ShellStoredWords words and redirections of
+// c, each cut to ShellStoredWordChars characters, and notes a cut.
+func boundCommand(c ShellCommand, cut *bool) ShellCommand {
+	if len(c.Words) > ShellStoredWords {
+		c.Words, *cut = c.Words[:ShellStoredWords], true
+	}
+	c.Words = boundWords(c.Words, cut)
+	if len(c.Redirects) > ShellStoredWords {
+		c.Redirects, *cut = c.Redirects[:ShellStoredWords], true
+	}
+	rs := make([]ShellRedirect, len(c.Redirects))
+	for j, r := range c.Redirects {
+		r.Target = boundWords([]ShellWord{r.Target}, cut)[0]
+		rs[j] = r
+	}
+	c.Redirects = rs
+	return c
+}
+
+// commandChars counts the characters of c's words and redirection
+// targets.
+func commandChars(c ShellCommand) int {
+	n := 0
+	for _, w := range c.Words {
+		n += utf8.RuneCountInString(w.Text)
+	}
+	for _, r := range c.Redirects {
+		n += utf8.RuneCountInString(r.Target.Text)
+	}
+	return n
 }
 
 func boundWords(ws []ShellWord, cut *bool) []ShellWord {
@@ -116,7 +136,10 @@ func shortText(s string, cut *bool) string {
 
 // ShellShortNote is what the card says when the stored parse is partial.
 func ShellShortNote(v ShellView) string {
-	return fmt.Sprintf("Only part of the parse is kept here (%d commands, long words cut); the flags above cover the whole command, which is shown in full below.", len(v.Commands))
+	if v.Count() > len(v.Commands) {
+		return fmt.Sprintf("Only part of the parse is kept here (the first %d of %d commands, long words cut); the flags cover the whole command, which is shown in full below.", len(v.Commands), v.Count())
+	}
+	return fmt.Sprintf("Only part of the parse is kept here (%d commands, long words cut); the flags cover the whole command, which is shown in full below.", len(v.Commands))
 }
 
 // shellWordJSON is a ShellWord as stored: a literal word's value is left

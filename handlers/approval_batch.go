@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
@@ -55,14 +56,20 @@ func (h *Handler) decideInBatch(c echo.Context, u db.User, id string, ans db.Ans
 	out := views.BatchOutcome{ID: id}
 	var a db.Approval
 	var err error = approval.Errorf(approval.KindNotFound, approval.CodeNotFound, "No such approval.")
+	var why string
 	if approval.CanonicalUUID(id) {
-		a, err = h.DB.Answer(ctx, id, u, ans)
+		a, why, err = h.batchRefusal(ctx, id, u, ans.Decision)
+		if why == "" && err == nil {
+			a, err = h.DB.Answer(ctx, id, u, ans)
+		}
 	}
 	if a.ID != "" {
 		out.ToolDisplay, out.Agent, out.Gist = a.ToolDisplay, agentOf(a).KeyName, views.Gist(a.Preview)
 	}
 	e := approval.AsError(err)
 	switch {
+	case why != "":
+		out.Words, out.Tone, out.Message = "Not decided — decide it on its own card", "warn", why
 	case err == nil && a.Status == approval.StatusPending:
 		// One approval of a quorum: recorded, and the call waits for others.
 		d := h.decidersOf(ctx, a, u.Subject)
@@ -93,6 +100,26 @@ func (h *Handler) decideInBatch(c echo.Context, u db.User, id string, ans db.Ans
 		out.Words, out.Tone, out.Message = "Not decided — failed", "bad", "Something went wrong; this call was not decided. Decide it on its own."
 	}
 	return out
+}
+
+// batchRefusal says why a batch may not approve the item ("" when it
+// may), by the one rule (approval.BatchRefusal): a call with a red flag,
+// anything folded or a passkey step is decided on its own card. Rejecting
+// in a batch stays possible. An item the reviewer may not see is not
+// found, exactly as when it is decided.
+func (h *Handler) batchRefusal(ctx context.Context, id string, u db.User, dec approval.Decision) (db.Approval, string, error) {
+	if dec != approval.Approve {
+		return db.Approval{}, "", nil
+	}
+	a, err := h.DB.ApprovalForViewer(ctx, id, u.Subject)
+	if err != nil {
+		return db.Approval{}, "", err
+	}
+	if a.Status != approval.StatusPending {
+		// Decided, cancelled or expired meanwhile: the decision reports it.
+		return a, "", nil
+	}
+	return a, approval.BatchRefusal(a.Preview, a.Diff, a.ProofRequired), nil
 }
 
 // dedupe keeps the first of each id, in order.

@@ -15,7 +15,14 @@ func (h *Handler) decidersOf(ctx context.Context, a db.Approval, viewer string) 
 	rule := a.Rule()
 	v := views.DecidersView{Needed: rule.Needed(), In: a.ApprovalsIn, ItemID: a.ID}
 	if !rule.IsOwner() || a.OwnerTeam != "" {
-		v.Words = rule.Words("the agent's owner", a.OwnerTeam)
+		// A team's key has no owner but its team: the same rule as who
+		// sees the call (issue 42), so the words never say "the agent's
+		// owner" where any member of the team decides.
+		owner := "the agent's owner"
+		if a.OwnerSubject == "" {
+			owner = ""
+		}
+		v.Words = rule.Words(owner, a.OwnerTeam)
 	}
 	switch {
 	case a.OwnerSubject == viewer:

@@ -79,6 +79,12 @@ func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
 	conv := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%s", a.APIKeyID, a.OwnerSubject, a.ConversationID, a.Connector, a.Tool)))
 	card.ConversationToolKey = hex.EncodeToString(conv[:8])
 	h.passkeyStep(&card, a) // passkey step-up (issue 33)
+	if u := CurrentUser(c); u != nil && card.PasskeyChallenge != "" {
+		// No dead end (issue 42): someone with no passkey is told so, and
+		// where to add one, rather than offered a prompt that cannot work.
+		keys, err := h.DB.PasskeysFor(c.Request().Context(), u.Subject)
+		card.NoPasskey = err == nil && len(keys) == 0
+	}
 	if card.SendsOut {
 		card.Destination = views.DestinationOf(a.Preview)
 		card.Recipients = views.Recipients(a.Preview)

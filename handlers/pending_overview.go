@@ -25,7 +25,7 @@ func (h *Handler) PendingOverview(c echo.Context) error {
 	for _, a := range mine {
 		yours[a.ID] = true
 	}
-	v := views.PendingOverviewView{Page: h.Page(c, "Pending calls", "teams"), Now: h.Now()}
+	v := views.PendingOverviewView{Page: h.Page(c, "Pending calls", "pending"), Now: h.Now()}
 	for _, a := range all {
 		d := h.decidersOf(ctx, a, "")
 		owner := a.OwnerSubject

@@ -98,7 +98,11 @@ func (h *Handler) approvalDialog(c echo.Context, are *db.ApprovalRequiredError, 
 		v.Dialog.Schedule = *schedule
 	}
 	for _, s := range are.Pairs {
-		v.Dialog.Pairs = append(v.Dialog.Pairs, pairView(s))
+		p := pairView(s)
+		if p.CannotWhy, err = h.cannotPreapprove(c.Request().Context(), s.ToolID); err != nil {
+			return err
+		}
+		v.Dialog.Pairs = append(v.Dialog.Pairs, p)
 	}
 	if action == "schedule" {
 		v.ScheduleInput = v.Dialog.Schedule

@@ -40,5 +40,17 @@ func (h *Handler) PolicyList(c echo.Context) error {
 func policyItem(t db.Tool, changed bool) views.PolicyItem {
 	return views.PolicyItem{ID: t.ID, Name: t.Name, Display: t.DisplayName, Annotations: t.Annotations(),
 		Mode: approval.Mode(t.Mode), Standing: t.StandingApproval, Condition: t.Condition, Version: t.PolicyVersion,
-		AnnotationsChanged: changed, Description: t.Description}
+		AnnotationsChanged: changed, Description: t.Description,
+		// The same words the cards use (card_deciders.go), from the rule.
+		Deciders: policyDecidersWords(t), Passkey: t.Proof == string(approval.ProofPasskey), ProofCondition: t.ProofCondition}
+}
+
+// policyDecidersWords says who decides the tool's calls, with the rule's
+// condition when one chooses it.
+func policyDecidersWords(t db.Tool) string {
+	w := t.Rule().Words("the agent's owner", "")
+	if t.DecidersCondition != "" {
+		w += " (when " + t.DecidersCondition + ")"
+	}
+	return w
 }

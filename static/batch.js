@@ -5,6 +5,14 @@
 // and audit line, with a shared batch id) and answers with what became of
 // each, a call decided, cancelled or expired meanwhile included. A batch
 // never gives a standing approval.
+//
+// The question lists, for each call, its own red flags and its end (the
+// last command, or the end of its last argument). A call that is not
+// approved in a batch by the one rule (ready.js, enforced by the server:
+// a red flag, anything folded, a passkey step) is marked "decide it on its
+// own card"; rejecting it in a batch stays possible.
+import { batchWhy } from './ready.js';
+
 const box = document.querySelector('[data-batch]');
 const rows = document.getElementById('pending-rows');
 
@@ -48,7 +56,7 @@ function likeAll() {
   if (conv.length === same.length && conv.every((r) => same.includes(r))) { b.hidden = true; }
 }
 
-function listItem(row) {
+function listItem(row, approving) {
   const li = document.createElement('li');
   const tool = document.createElement('strong');
   tool.textContent = row.querySelector('.row-tool').textContent;
@@ -62,6 +70,38 @@ function listItem(row) {
     g.className = 'mono batch-gist';
     g.textContent = gist.textContent;
     li.appendChild(g);
+  }
+  const flags = (row.getAttribute('data-flag-words') || '').split('\n').filter((f) => f !== '');
+  if (flags.length > 0) {
+    const ul = document.createElement('ul');
+    ul.className = 'batch-flags';
+    ul.setAttribute('data-testid', 'batch-confirm-flags');
+    flags.forEach((f) => { const x = document.createElement('li'); x.textContent = f; ul.appendChild(x); });
+    li.appendChild(ul);
+  }
+  const end = row.getAttribute('data-end') || '';
+  if (end) {
+    const e = document.createElement('span');
+    e.className = 'meta batch-end';
+    e.setAttribute('data-testid', 'batch-confirm-end');
+    const label = document.createElement('span');
+    label.textContent = 'Ends with ';
+    const code = document.createElement('code');
+    code.className = 'mono';
+    code.textContent = end;
+    e.append(label, code);
+    li.appendChild(e);
+  }
+  if (approving) {
+    const why = batchWhy(row);
+    if (why) {
+      const w = document.createElement('span');
+      w.className = 'badge warn batch-own-card';
+      w.setAttribute('data-testid', 'batch-confirm-own-card');
+      w.textContent = 'Not approved here — decide it on its own card';
+      w.title = why;
+      li.appendChild(w);
+    }
   }
   li.setAttribute('data-testid', 'batch-confirm-item');
   return li;
@@ -79,17 +119,28 @@ function ask(decision, list) {
     (reject ? '<label for="batch-reason">Reason (optional — each agent sees it)</label><textarea id="batch-reason" rows="2" maxlength="500"></textarea>' : '') +
     '<div class="buttons"><button type="button" class="btn" data-testid="batch-cancel">Cancel</button><button type="button" data-testid="batch-confirm"></button></div>';
   dialog.querySelector('h2').textContent = (reject ? 'Reject ' : 'Approve ') + n + (n === 1 ? ' call?' : ' calls?');
+  const own = reject ? 0 : list.filter((r) => batchWhy(r)).length;
   dialog.querySelector('p').textContent = reject
     ? 'Each call is rejected on its own; none of them runs.'
-    : 'Each call is approved once, on its own, as if you approved it alone. Nothing is allowed beyond these calls: a batch never stops Countersign asking.';
+    : 'Each call is approved once, on its own, as if you approved it alone. Nothing is allowed beyond these calls: a batch never stops Countersign asking.' +
+      (own > 0 ? ' ' + own + (own === 1 ? ' call has' : ' calls have') + ' red flags, something folded or a passkey step: ' + (own === 1 ? 'it is' : 'they are') + ' not approved here; decide ' + (own === 1 ? 'it' : 'them') + ' on ' + (own === 1 ? 'its' : 'their') + ' own card.' : '');
   const ul = dialog.querySelector('ul');
   // A long list scrolls: it can be scrolled from the keyboard too.
   ul.setAttribute('tabindex', '0');
   ul.setAttribute('aria-label', 'The calls');
-  list.forEach((r) => ul.appendChild(listItem(r)));
+  list.forEach((r) => ul.appendChild(listItem(r, !reject)));
   const ok = dialog.querySelector('[data-testid="batch-confirm"]');
   ok.className = 'btn ' + (reject ? 'btn-danger-solid' : 'btn-primary');
-  ok.textContent = (reject ? 'Reject these ' : 'Approve these ') + n;
+  if (reject || own === 0) {
+    ok.textContent = (reject ? 'Reject these ' : 'Approve these ') + n;
+  } else if (own < n) {
+    ok.textContent = 'Approve ' + (n - own) + ' of these ' + n;
+  } else {
+    // Nothing here can be approved in a batch: Cancel, and decide each on
+    // its own card (or reject them together).
+    ok.textContent = 'Approve none';
+    ok.disabled = true;
+  }
   document.body.appendChild(dialog);
   const opener = document.activeElement;
   return new Promise((resolve) => {

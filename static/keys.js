@@ -3,17 +3,18 @@
 // lists the keys. No key acts while a field has the focus (typing "a" in
 // the reason box types "a"), with a modifier held, or under a dialog.
 //
-// Safety: "a" approves only a card whose whole runnable content has been
-// on screen — nothing of it folded, and the end of what it shows scrolled
-// into view at some point — and only 0.5 s or more after the card was
+// Safety: "a" approves only a card that is ready by the one rule every
+// path shares (ready.js: its red flags and its end have been on screen,
+// nothing of it folded), and only 0.5 s or more after the card was
 // selected, so that a key pressed twice cannot approve the next card.
 // Otherwise it does nothing and says why. Standing approvals never have
 // a key.
+import { look, why } from './ready.js';
+
 const MIN_SELECTED_MS = 500;
 
-// seen holds, per call, whether the top and the end of its content have
-// been on screen, and when it was selected.
-const seen = new Map();
+// selectedAt is when the selected call was selected.
+let selectedAt = 0;
 let selectedID = '';
 let lastIndex = 0;
 
@@ -40,32 +41,10 @@ function say(msg) {
   if (msg) { say.timer = window.setTimeout(() => { statusEl.hidden = true; }, 6000); }
 }
 
-// folded reports what of the card's call is not shown: a value folded or
-// cut short, keys not shown, a structure collapsed.
-function folded(li) {
-  if (li.querySelector('.args [data-expand], [data-testid="expand-all"], [data-testid="expand-key"]')) {
-    return 'part of this call is folded ("characters hidden — show"): show it and read it first';
-  }
-  if (li.querySelector('details.value-structure:not([open])')) {
-    return 'part of this call is collapsed: open it and read it first';
-  }
-  return '';
-}
-
-// watch records whether the selected card's content (everything above its
-// decision form) has been on screen, top and end.
+// watch records what of the selected card is on screen (ready.js).
 function watch() {
   const li = selected();
-  if (!li) { return; }
-  const s = seen.get(selectedID);
-  const vh = window.innerHeight || document.documentElement.clientHeight;
-  const top = li.getBoundingClientRect().top;
-  const form = li.querySelector('form.decide');
-  const end = form ? form.getBoundingClientRect().top : li.getBoundingClientRect().bottom;
-  // Within a pixel: layout puts edges at fractions of a pixel, and a card
-  // scrolled to its top may sit a fraction above the viewport's edge.
-  if (top > -1 && top < vh) { s.top = true; }
-  if (end > 0 && end < vh + 1) { s.end = true; }
+  if (li) { look(li); }
 }
 
 function select(li, focus, scroll) {
@@ -78,7 +57,7 @@ function select(li, focus, scroll) {
   }
   selectedID = li.getAttribute('data-approval-id');
   lastIndex = Math.max(0, cards().indexOf(li));
-  seen.set(selectedID, { top: false, end: false, at: performance.now() });
+  selectedAt = performance.now();
   li.classList.add('is-selected');
   li.setAttribute('aria-current', 'true');
   // A card taller than the screen is shown from its top.
@@ -130,12 +109,9 @@ function approve() {
   if (!li) { say('Not approved: select a call first (j, k).'); return; }
   const button = li.querySelector('form.decide button[value="approve"]');
   if (!button) { say('Not approved: this call offers no “Approve”.'); return; }
-  const why = folded(li);
-  if (why) { say('Not approved: ' + why + '.'); return; }
-  watch();
-  const s = seen.get(selectedID);
-  if (!s.top || !s.end) { say('Not approved: the whole call has not been on screen yet. Scroll through it first.'); return; }
-  if (performance.now() - s.at < MIN_SELECTED_MS) { say('Not approved: wait a moment after selecting a call, then press a.'); return; }
+  const reason = why(li);
+  if (reason) { say('Not approved: ' + reason + '.'); return; }
+  if (performance.now() - selectedAt < MIN_SELECTED_MS) { say('Not approved: wait a moment after selecting a call, then press a.'); return; }
   say('');
   button.click();
 }
@@ -166,7 +142,7 @@ function help() {
     helpDialog.setAttribute('aria-labelledby', 'keys-help-title');
     helpDialog.setAttribute('data-testid', 'keys-help');
     helpDialog.innerHTML = '<h2 id="keys-help-title">Keys</h2><dl class="keys-list"></dl>' +
-      '<p class="meta">Keys never act while you type in a field. “a” approves only a call you have seen whole, nothing folded, half a second after selecting it. Standing approvals have no key.</p>' +
+      '<p class="meta">Keys never act while you type in a field. “a” approves only a call whose red flags and end you have seen, nothing folded, half a second after selecting it. Standing approvals have no key.</p>' +
       '<div class="buttons"><button type="button" class="btn" data-testid="keys-help-close">Close</button></div>';
     const dl = helpDialog.querySelector('dl');
     [['j / k', 'next / previous call'], ['Enter / o', 'open the call’s own page'], ['a', 'approve once'],
@@ -235,16 +211,8 @@ document.addEventListener('keydown', (e) => {
 window.addEventListener('scroll', watch, { passive: true });
 window.addEventListener('resize', watch);
 
-// A card's content that grows (a value shown in full) must be read to its
-// new end; a decided or re-rendered card passes the selection on.
-document.addEventListener('htmx:afterSwap', (e) => {
-  const t = e.detail && e.detail.target;
-  const li = selected();
-  if (li && t && li.contains(t) && t.matches && t.matches('dd[id^="value-"]')) {
-    seen.get(selectedID).end = false;
-    watch();
-  }
-});
+// A decided or re-rendered card passes the selection on (a card that
+// grew is ready.js's to re-read).
 document.addEventListener('htmx:afterSettle', () => { reselect(); watch(); });
 
 // A click in a card selects it, so that keys act on what was clicked.

@@ -63,6 +63,42 @@ function order(list) {
   return keyed.map((k) => k.li);
 }
 
+// differs shows, on each row, what tells it apart from the other calls of
+// the same tool listed: the values of the keys that differ between them
+// (service, version, a file's name…), before the gist.
+function argsOf(row) {
+  if (!row._args) {
+    try { row._args = new Map(JSON.parse(row.getAttribute('data-args') || '[]')); } catch (err) { row._args = new Map(); }
+  }
+  return row._args;
+}
+function differs(list) {
+  const groups = new Map();
+  list.forEach((r) => {
+    const k = r.getAttribute('data-tool');
+    if (!groups.has(k)) { groups.set(k, []); }
+    groups.get(k).push(r);
+  });
+  groups.forEach((group) => {
+    const keys = [];
+    if (group.length > 1) {
+      const all = new Set();
+      group.forEach((r) => argsOf(r).forEach((_, k) => all.add(k)));
+      all.forEach((k) => {
+        const first = argsOf(group[0]).get(k);
+        if (group.some((r) => argsOf(r).get(k) !== first)) { keys.push(k); }
+      });
+    }
+    group.forEach((r) => {
+      const out = r.querySelector('[data-row-differs]');
+      if (!out) { return; }
+      const text = keys.slice(0, 3).filter((k) => argsOf(r).has(k)).map((k) => k + ': ' + argsOf(r).get(k)).join(' · ');
+      if (out.textContent !== text) { out.textContent = text; }
+      out.hidden = text === '';
+    });
+  });
+}
+
 let busy = false;
 function build() {
   if (busy) { return; }
@@ -90,6 +126,7 @@ function build() {
   Array.from(rows.children).forEach((r) => { if (!want.includes(r)) { r.remove(); } });
   want.forEach((r, i) => { if (rows.children[i] !== r) { rows.insertBefore(r, rows.children[i] || null); } });
   choices(want);
+  differs(want);
   const f = filters();
   let shown = 0;
   pairs.forEach((p) => {

@@ -56,8 +56,10 @@ type ApprovalCard struct {
 	// challenge Approve must be signed over ("" when approving needs no
 	// passkey), for relying party PasskeyRP; ApprovedWithPasskey names the
 	// passkey that approved the item.
-	PasskeyChallenge    string
-	PasskeyRP           string
+	PasskeyChallenge string
+	PasskeyRP        string
+	// NoPasskey: approving needs a passkey and the viewer has none yet.
+	NoPasskey           bool
 	ApprovedWithPasskey string
 	// Deciders says who may decide the call (empty: its owner alone).
 	Deciders DecidersView
@@ -330,4 +332,50 @@ func (r DecidedRow) RecentLabel() (string, string) {
 		return "Cancelled — before anyone answered", ""
 	}
 	return r.Outcome()
+}
+
+// Lede says whose calls the inbox lists: the viewer's own agents', their
+// teams' agents', and those of the people they stand in for, named.
+func (v InboxView) Lede() string {
+	own := false
+	var teams, people []string
+	seen := map[string]bool{}
+	for _, c := range v.Pending {
+		switch {
+		case c.Away.DecidingFor != "":
+			if !seen["p:"+c.Away.DecidingFor] {
+				seen["p:"+c.Away.DecidingFor] = true
+				people = append(people, c.Away.DecidingFor)
+			}
+		case c.Deciders.TeamCall != "":
+			if !seen["t:"+c.Deciders.TeamCall] {
+				seen["t:"+c.Deciders.TeamCall] = true
+				teams = append(teams, Marked(c.Deciders.TeamCall))
+			}
+		default:
+			own = true
+		}
+	}
+	if len(teams) == 0 && len(people) == 0 {
+		return "Calls your agents want to make that need your answer. Nothing runs until you decide."
+	}
+	var parts []string
+	if own {
+		parts = append(parts, "your agents")
+	}
+	if len(teams) > 0 {
+		parts = append(parts, "your teams’ agents ("+strings.Join(teams, ", ")+")")
+	}
+	if len(people) > 0 {
+		parts = append(parts, "the agents of "+strings.Join(people, ", ")+", whom you stand in for")
+	}
+	s := parts[0]
+	for i := 1; i < len(parts); i++ {
+		if i == len(parts)-1 {
+			s += " and " + parts[i]
+		} else {
+			s += ", " + parts[i]
+		}
+	}
+	return "Calls from " + s + " that need your answer. Nothing runs until you decide."
 }

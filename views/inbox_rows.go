@@ -1,6 +1,7 @@
 package views
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,7 +19,9 @@ const gistChars = 140
 // ends with "…" when it is longer than a row holds.
 func (c ApprovalCard) Gist() string { return Gist(c.Preview) }
 
-// Gist is a preview's one-line gist (see ApprovalCard.Gist).
+// Gist is a preview's one-line gist (see ApprovalCard.Gist): a shell
+// command by its first flagged simple command, else the command itself; a
+// file path cut in its middle, never its end (the file name).
 func Gist(p approval.ArgumentPreview) string {
 	var parts []string
 	switch {
@@ -26,9 +29,18 @@ func Gist(p approval.ArgumentPreview) string {
 		return ""
 	case !p.Parsed:
 		parts = append(parts, p.Raw)
+	case p.Shell != nil && p.Shell.Parsed && len(p.Shell.Flags) > 0 && p.Shell.Flags[0].Subject != "":
+		parts = append(parts, p.Shell.Flags[0].Subject)
 	default:
 		for _, l := range p.Lines {
-			parts = append(parts, l.Key+": "+l.Value)
+			v := l.Value
+			if l.Folded() {
+				v += "…" + l.Tail
+			}
+			if isPathKey(l.Key) {
+				v = midCut(v, gistPathChars)
+			}
+			parts = append(parts, l.Key+": "+v)
 		}
 	}
 	s := strings.Join(strings.Fields(strings.Join(parts, "; ")), " ")
@@ -36,6 +48,109 @@ func Gist(p approval.ArgumentPreview) string {
 		s = string([]rune(s)[:gistChars-1]) + "…"
 	}
 	return s
+}
+
+// gistPathChars is how long a file path may be in a row's gist.
+const gistPathChars = 48
+
+// pathKeys are the argument keys whose value is a file's path.
+var pathKeys = map[string]bool{"path": true, "file_path": true, "filepath": true, "filename": true, "file": true,
+	"notebook_path": true, "target_file": true, "source": true, "destination_path": true}
+
+func isPathKey(k string) bool { return pathKeys[strings.ToLower(k)] }
+
+// midCut shortens s to about n characters by leaving out its middle, so
+// that the end (a file's name) always shows.
+func midCut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	keep := n / 3
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		if name := utf8.RuneCountInString(s[i:]); name < n-4 {
+			keep = n - 1 - name
+			if keep > n/3 {
+				keep = n / 3
+			}
+			return string(r[:keep]) + "…" + s[i:]
+		}
+	}
+	return string(r[:keep]) + "…" + string(r[len(r)-(n-keep-1):])
+}
+
+// RowArgs are the call's arguments for the list to compare the calls of
+// one tool (static/panes.js shows, on each row, the values that differ
+// between them): each key with its value on one line, a path cut in its
+// middle, as JSON.
+func (c ApprovalCard) RowArgs() string {
+	p := c.Preview
+	if !p.Parsed || p.Removed || (p.Shell != nil && Gist(p) != Gist(approval.ArgumentPreview{Parsed: true, Lines: p.Lines})) {
+		// Not comparable, or a shell line shown by its flagged command:
+		// that is what tells it apart.
+		return "[]"
+	}
+	out := make([][2]string, 0, len(p.Lines))
+	for _, l := range p.Lines {
+		v := strings.Join(strings.Fields(l.Value), " ")
+		if l.Folded() {
+			v += "…" + strings.Join(strings.Fields(l.Tail), " ")
+		}
+		if isPathKey(l.Key) {
+			v = midCut(v, gistPathChars)
+		} else if utf8.RuneCountInString(v) > 60 {
+			v = string([]rune(v)[:59]) + "…"
+		}
+		out = append(out, [2]string{Marked(l.Key), Marked(v)})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "[]"
+	}
+	return string(b)
+}
+
+// RowFlags splits the row's risks: the call's own red flags, shown as
+// badges first, and what its tool does in general, folded into one quiet
+// mark. A tool-wide risk the card knows better of is left out: an edit
+// whose diff names only files in the workspace does not send data out.
+func (c ApprovalCard) RowFlags() (own, tool []RiskFlag) {
+	for _, f := range c.RiskFlags() {
+		switch {
+		case f.Tone == "bad":
+			own = append(own, f)
+		case f.Token == "sends-out" && c.workspaceEdit():
+		default:
+			tool = append(tool, f)
+		}
+	}
+	return own, tool
+}
+
+// workspaceEdit reports a call whose diff changes only files named by a
+// relative path inside the workspace.
+func (c ApprovalCard) workspaceEdit() bool {
+	d := c.Diff
+	if d == nil || !d.Parsed || len(d.Files) == 0 {
+		return false
+	}
+	for _, f := range d.Files {
+		for _, p := range []string{f.OldPath, f.NewPath} {
+			if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "..") || strings.Contains(p, "/../") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// toolMarkWords says in one line what the tool does in general.
+func toolMarkWords(flags []RiskFlag) string {
+	ws := make([]string, len(flags))
+	for i, f := range flags {
+		ws[i] = f.Words
+	}
+	return "This tool: " + strings.Join(ws, ", ")
 }
 
 // RiskFlag is one risk a row names in a word or two, with the token the

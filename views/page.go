@@ -78,6 +78,7 @@ func (p Page) adminNav() []navItem {
 		{"api-keys", "API keys", "/admin/api-keys"},
 		{"webhooks", "Webhooks", "/admin/webhooks"},
 		{"teams", "Teams", "/admin/teams"},
+		{"pending", "Pending", "/admin/pending"},
 	}
 }
 

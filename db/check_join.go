@@ -105,6 +105,14 @@ func joinGuard(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, too
 	return true, RecordAuditMany(ctx, tx, evs)
 }
 
+// joinedInTurnSQL is, over approvalSelect's row a and CancelTurn's
+// arguments ($2 conversation, $3 turn, $4 key), "key's check in that turn
+// joined a as its second guard and has not used it": a stopped turn in the
+// joining guard's runtime stops the one call both guards hold, so the item
+// ends for both (the first guard can no longer claim it either).
+const joinedInTurnSQL = `a.id IN (SELECT j.approval_id FROM approval_joins j
+	WHERE j.api_key_id = $4 AND j.conversation_id = $2 AND j.turn_id = $3 AND j.claimed_at IS NULL)`
+
 // joinRow is an item's joining guard.
 type joinRow struct {
 	KeyID                                         int64

@@ -1,0 +1,116 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/db"
+)
+
+// A stopped turn in the joining guard's runtime ends the call for both
+// guards: the person stopped this very call, so the item it joined
+// (pending, or approved and not used yet) is cancelled and can no longer
+// be approved or claimed by either guard — one call, one end. Another
+// conversation's or turn's cancel, or a key that did not join, ends
+// nothing.
+func TestSecondGuardStoppedTurnEndsTheJoinedCall(t *testing.T) {
+	ctx := context.Background()
+	for _, approvedFirst := range []bool{false, true} {
+		name := map[bool]string{false: "Pending", true: "ApprovedNotClaimed"}[approvedFirst]
+		t.Run(name, func(t *testing.T) {
+			f := newJoinFixture(t)
+			a := f.pendingItem(t, f.gwKey, f.gw)
+			if res := f.check(t, f.hookKey, f.hook); res.Approval == nil || res.Approval.ID != a.ID {
+				t.Fatalf("join: %+v", res.Approval)
+			}
+			if approvedFirst {
+				f.approve(t, a.ID)
+			}
+			hook := f.keyOf(t, f.hookKey)
+			for _, c := range [][2]string{{"session-2", f.hook.TurnID}, {f.hook.ConversationID, "prompt-2"}} {
+				if n, err := f.store.CancelTurn(ctx, hook, f.user.Subject, c[0], c[1]); err != nil || n != 0 {
+					t.Fatalf("cancel of %v ended %d items (%v)", c, n, err)
+				}
+			}
+			other := f.keyOf(t, f.personKey(t, "unrelated", f.user))
+			if n, err := f.store.CancelTurn(ctx, other, f.user.Subject, f.hook.ConversationID, f.hook.TurnID); err != nil || n != 0 {
+				t.Fatalf("a key that did not join ended %d items (%v)", n, err)
+			}
+			n, err := f.store.CancelTurn(ctx, hook, f.user.Subject, f.hook.ConversationID, f.hook.TurnID)
+			if err != nil || n != 1 {
+				t.Fatalf("the joined guard's stopped turn ended %d items (%v), want the joined one", n, err)
+			}
+			if !approvedFirst {
+				if _, err := f.store.Answer(ctx, a.ID, f.user, db.Answer{Decision: approval.Approve}); err == nil {
+					t.Fatal("a call stopped in the joined guard's runtime was approved")
+				}
+			}
+			if _, err := f.claim(t, f.gwKey, a, f.gw); approval.KindOf(err) != approval.KindConflict {
+				t.Fatalf("the first guard claimed a call stopped in the other runtime: %v", err)
+			}
+			if _, err := f.claim(t, f.hookKey, a, f.hook); approval.KindOf(err) != approval.KindConflict {
+				t.Fatalf("the joined guard claimed its stopped call: %v", err)
+			}
+			if n := f.count(t, `SELECT count(*) FROM audit_events WHERE approval_id = $1 AND action = 'cancelled' AND actor_id = $2`, a.ID, fmt.Sprint(hook.ID)); n != 1 {
+				t.Fatalf("%d cancel lines naming the joined guard's key", n)
+			}
+		})
+	}
+}
+
+// Two second guards racing for one approved item (each its own key of the
+// same person, checking at the same moment): exactly one joins and runs;
+// the other is asked anew. The same guard's check sent twice at once runs
+// once.
+func TestSecondGuardJoinRace(t *testing.T) {
+	for _, sameGuard := range []bool{false, true} {
+		name := map[bool]string{false: "TwoGuards", true: "OneGuardTwice"}[sameGuard]
+		t.Run(name, func(t *testing.T) {
+			f := newJoinFixture(t)
+			a := f.approvedAndClaimed(t)
+			keys := []string{f.gwKey, f.personKey(t, "another gateway", f.user)}
+			reqs := []db.CheckRequest{f.gw, f.gw}
+			if sameGuard {
+				keys[1] = f.gwKey
+			} else {
+				reqs[1].ConversationID = "mcp/mail/ffff"
+			}
+			const rounds = 4
+			results := make([]db.CheckResult, 2*rounds)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range results {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					<-start
+					res, _, err := f.store.CheckWithAPIKey(context.Background(), keys[i%2], reqs[i%2], joinOpt)
+					if err != nil {
+						t.Errorf("check %d: %v", i, err)
+					}
+					results[i] = res
+				}(i)
+			}
+			close(start)
+			wg.Wait()
+			allowed := 0
+			for _, r := range results {
+				if r.Outcome.Verdict == approval.Allow {
+					if r.Approval == nil || r.Approval.ID != a.ID || r.Outcome.Via != approval.ViaJoined {
+						t.Fatalf("allowed otherwise than by the join: %+v", r.Outcome)
+					}
+					allowed++
+				}
+			}
+			if allowed != 1 {
+				t.Fatalf("%d checks ran on one approval's second use, want 1", allowed)
+			}
+			if n := f.count(t, `SELECT count(*) FROM audit_events WHERE approval_id = $1 AND action = 'claimed'`, a.ID); n != 2 {
+				t.Fatalf("%d claim lines, want the first guard's and one joined guard's", n)
+			}
+		})
+	}
+}

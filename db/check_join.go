@@ -171,7 +171,8 @@ func joinedView(ctx context.Context, tx pgx.Tx, a Approval, key APIKey) (Approva
 }
 
 // claimJoined is Claim for the joining guard of item a (the caller holds
-// a's row): once, for the same call id and digest, while a is approved or
+// a's row): once, for the call id it joined under (the item's, or one the
+// first guard attached) and the same digest, while a is approved or
 // consumed by the first guard, and unless an admin blocked the tool since.
 // handled is false when key is not a's joining guard (or, for the key that
 // also created a, while a is not consumed yet: its own claim comes first).
@@ -192,7 +193,9 @@ func claimJoined(ctx context.Context, tx pgx.Tx, key APIKey, a Approval, callID,
 			approval.Message(approval.CodeBlockedByPolicy, approval.MessageInput{Tool: a.ToolDisplay}))
 	case view.Status != approval.StatusApproved:
 		return Approval{}, true, approval.Errorf(approval.KindConflict, approval.CodeNotApproved, "This call is not approved (%s), so it must not run.", view.Status)
-	case a.CallID != callID || a.ArgumentsDigest != digest:
+	case j.CallID != callID || a.ArgumentsDigest != digest:
+		// The call id is the one this guard joined under: the item's own,
+		// or a retry of the call the first guard attached to it.
 		return Approval{}, true, approval.Errorf(approval.KindConflict, approval.CodeCallMismatch, "The approval was given for a different call or different arguments, so this call must not run.")
 	}
 	if _, err := tx.Exec(ctx, `UPDATE approval_joins SET claimed_at = now() WHERE approval_id = $1 AND claimed_at IS NULL`, a.ID); err != nil {

@@ -114,3 +114,33 @@ func TestSecondGuardJoinRace(t *testing.T) {
 		})
 	}
 }
+
+// The first guard's item waits; it attached the model's retry of the same
+// call (a new call id); the second guard asks under the retried id, joins
+// the pending item, and once the person approves, claims it under that id —
+// once, and never under an id nobody attached.
+func TestSecondGuardClaimsUnderTheRetriedCallID(t *testing.T) {
+	f := newJoinFixture(t)
+	a := f.pendingItem(t, f.hookKey, f.hook)
+	retry := f.hook
+	retry.CallID, retry.TurnID = "toolu_02", "prompt-2"
+	if res := f.check(t, f.hookKey, retry); res.Approval == nil || res.Approval.ID != a.ID {
+		t.Fatalf("the hook's retry did not attach: %+v", res.Approval)
+	}
+	f.gw.CallID = "toolu_02"
+	if res := f.check(t, f.gwKey, f.gw); res.Outcome.Verdict != approval.Pending || res.Approval == nil || res.Approval.ID != a.ID {
+		t.Fatalf("the gateway under the retried id did not join: %+v %+v", res.Outcome, res.Approval)
+	}
+	f.approve(t, a.ID)
+	stranger := f.gw
+	stranger.CallID = "toolu_03"
+	if _, err := f.claim(t, f.gwKey, a, stranger); approval.KindOf(err) != approval.KindConflict {
+		t.Fatalf("a claim under an id nobody attached: %v", err)
+	}
+	if got, err := f.claim(t, f.gwKey, a, f.gw); err != nil || got.Status != approval.StatusConsumed {
+		t.Fatalf("the joined guard's claim under its own call id: %+v %v", got.Status, err)
+	}
+	if _, err := f.claim(t, f.gwKey, a, f.gw); approval.KindOf(err) != approval.KindConflict {
+		t.Fatalf("a second claim: %v", err)
+	}
+}

@@ -144,3 +144,46 @@ func TestSecondGuardClaimsUnderTheRetriedCallID(t *testing.T) {
 		t.Fatalf("a second claim: %v", err)
 	}
 }
+
+// More that never rides the first guard's approval: the first guard's key
+// revoked since, the tool's policy changed since (another policy version),
+// a passkey step-up asked of an item a session approved, and a team's key
+// of the same person.
+func TestSecondGuardJoinRefusedSince(t *testing.T) {
+	ctx := context.Background()
+	t.Run("FirstKeyRevoked", func(t *testing.T) {
+		f := newJoinFixture(t)
+		a := f.approvedAndClaimed(t)
+		if err := f.store.RevokeAPIKey(ctx, f.keyOf(t, f.hookKey).ID, f.user); err != nil {
+			t.Fatal(err)
+		}
+		asksAnew(t, "an item of a revoked key", f.check(t, f.gwKey, f.gw), a)
+	})
+	t.Run("PolicyChanged", func(t *testing.T) {
+		f := newJoinFixture(t)
+		a := f.approvedAndClaimed(t)
+		if _, err := f.store.SetToolPolicy(ctx, approval.SystemActor, "mail", "send_email",
+			approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
+			t.Fatal(err)
+		}
+		asksAnew(t, "an item under an earlier policy", f.check(t, f.gwKey, f.gw), a)
+	})
+	t.Run("PasskeyAskedOfASessionApproval", func(t *testing.T) {
+		f := newJoinFixture(t)
+		a := f.approvedAndClaimed(t)
+		f.gw.Proof = approval.ProofPasskey
+		res := f.check(t, f.gwKey, f.gw)
+		if res.Outcome.Verdict == approval.Allow || (res.Approval != nil && res.Approval.ID == a.ID) {
+			t.Fatalf("a passkey step-up rode a session approval: %+v", res.Outcome)
+		}
+	})
+	t.Run("TeamKeyOfTheSamePerson", func(t *testing.T) {
+		f := newJoinFixture(t)
+		a := f.approvedAndClaimed(t)
+		raw, _, err := f.store.CreateAPIKeyWith(ctx, "service", &f.user, db.APIKeyOptions{Team: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		asksAnew(t, "a team's key", f.check(t, raw, f.gw), a)
+	})
+}

@@ -187,3 +187,46 @@ func TestSecondGuardJoinRefusedSince(t *testing.T) {
 		asksAnew(t, "a team's key", f.check(t, raw, f.gw), a)
 	})
 }
+
+// Both guards' claims of one joined approval sent many times at once: each
+// guard's claim succeeds once, whatever the order — two runs, one per
+// guard, never more.
+func TestSecondGuardClaimRace(t *testing.T) {
+	f := newJoinFixture(t)
+	a := f.pendingItem(t, f.gwKey, f.gw)
+	if res := f.check(t, f.hookKey, f.hook); res.Approval == nil || res.Approval.ID != a.ID {
+		t.Fatalf("join: %+v", res.Approval)
+	}
+	f.approve(t, a.ID)
+	gw, hook := f.keyOf(t, f.gwKey), f.keyOf(t, f.hookKey)
+	const rounds = 4
+	var mu sync.Mutex
+	won := map[int64]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 2*rounds; i++ {
+		key, req := gw, f.gw
+		if i%2 == 1 {
+			key, req = hook, f.hook
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := f.store.Claim(context.Background(), key, a.ID, req.CallID, approval.Digest(req.Arguments))
+			switch {
+			case err == nil:
+				mu.Lock()
+				won[key.ID]++
+				mu.Unlock()
+			case approval.KindOf(err) != approval.KindConflict:
+				t.Errorf("claim: %v", err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if won[gw.ID] != 1 || won[hook.ID] != 1 {
+		t.Fatalf("claims that succeeded per guard: %v, want one each", won)
+	}
+}

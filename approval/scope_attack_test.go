@@ -29,3 +29,30 @@ func TestScopeTerminalMultiplexersRunOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeCompilerOptionsRunCode: compilers, linkers and the like have
+// options that run or load code of the caller's choosing (gcc -wrapper,
+// clang -fplugin, ld -plugin, nmap --script, mysql --execute 'system …'):
+// a grant for one of their commands is never widened to "and any options",
+// and "and any options" stored for one covers no option.
+func TestScopeCompilerOptionsRunCode(t *testing.T) {
+	for _, c := range []struct{ rule, cmd string }{
+		{"gcc main.c", "gcc main.c -wrapper evil,x"}, {"cc main.c", "cc main.c -fplugin=./evil.so"},
+		{"clang main.c", "clang main.c -fplugin=./evil.so"}, {"g++ main.cc", "g++ main.cc -B ./evil"},
+		{"clang++ main.cc", "clang++ main.cc -Xclang -load"}, {"ld main.o", "ld main.o -plugin ./evil.so"},
+		{"nmap localhost", "nmap localhost --script=./evil.nse"}, {"mysql shop", "mysql shop -e 'system evil'"},
+	} {
+		words := strings.Fields(c.rule)
+		if OptionsMayWiden(words[0]) {
+			t.Errorf("%s: options may widen", words[0])
+		}
+		if npmTestScope(ShellRule{Words: words, Options: true}).Covers(shellArgs(c.cmd)) {
+			t.Errorf("%q covered with any options", c.cmd)
+		}
+		for _, ch := range ProposeScope(shellArgs(c.rule+" x"), "command").Shell {
+			if ch.Options {
+				t.Errorf("%q: options offered", c.rule)
+			}
+		}
+	}
+}

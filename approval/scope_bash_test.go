@@ -106,6 +106,19 @@ var adversarialLines = []string{
 	"npm test x \\\n --script-shell=evil.sh", "npm test '\n-x'", "npm test \"a\nb\"", "make build all -j4",
 	"make build CC=evil", "make build 'CC=evil'", "make build \\CC=evil", "grep foo -- -x", "ls src -- -rf",
 	"ls src *", "ls src '*'", "ls src ./-rf", "grep foo \u2013x",
+	// Heredocs, process substitution, $'…', arithmetic, chains, line
+	// continuations, aliases, exec, functions, IFS and other assignments,
+	// groups, subshells, look-alikes.
+	"npm test <<EOF\n$(evil)\nEOF", "npm test <<'EOF'\n$(evil)\nEOF", "npm test <<<$(evil)", "npm test <(evil)",
+	"npm test > >(evil)", "npm test $'\\x2dx'", "$'npm' test", "npm test $\"-x\"", "npm test $((1))", "npm test $[1]",
+	"((a[$(evil)])); npm test", "npm test; evil", "npm test & evil", "npm test |& evil", "npm test && evil", "npm test || evil",
+	"npm \\\ntest", "np\\\nm test", "npm test\\\n;evil", "npm test x\\\n\\\n-x", "npm test \"a\\\n-b\"",
+	"shopt -s expand_aliases; alias npm=evil\nnpm test", "exec npm test", "npm() { evil; }\nnpm test", "IFS=-; npm test",
+	"IFS=e npm test", "PATH=. npm test", "npm_config_script_shell=./evil.sh npm test", "GIT_EXTERNAL_DIFF=evil git status",
+	"{ npm test; }", "(npm test)", "(evil) && npm test", "npm test -- --script-shell=evil.sh", "git status --",
+	"npm t\u0435st", "npm test \u2010x", "npm test > evil.sh", "npm test ${x:-$(evil)}", "npm test ${x:--x}", "eval npm test",
+	". ./evil.sh; npm test", "hash -p ./evil.sh npm\nnpm test", "enable -n test; npm test", "set -- -x; npm test \"$1\"",
+	"npm test '$(evil)'", "npm test \\`evil\\`", "npm test \\ ", "npm test {x}", "npm test @evil", "git status\t",
 }
 
 // diffGrants are the grants every generated line is judged under.

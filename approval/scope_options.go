@@ -57,6 +57,10 @@ var OptionsRunCode = map[string]string{
 	"terraform": "-chdir",
 	"composer":  "-d --working-dir",
 	"bundle":    "--gemfile",
+	"gcc":       "-wrapper -fplugin -B -specs --specs", "cc": "-wrapper -fplugin -B -specs --specs",
+	"g++": "-wrapper -fplugin -B -specs --specs", "c++": "-wrapper -fplugin -B -specs --specs",
+	"clang": "-fplugin -Xclang -B --config", "clang++": "-fplugin -Xclang -B --config",
+	"ld": "-plugin --plugin", "nmap": "--script", "mysql": "-e --execute --init-command",
 }
 
 // settingsArgs are commands that read a NAME=value word as a setting

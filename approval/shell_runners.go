@@ -92,6 +92,10 @@ var runners = map[string]runner{
 	"osascript": {runInterpreter, "", false}, "tclsh": {runInterpreter, "", false}, "expect": {runInterpreter, "", false},
 	"awk": {runInterpreter, "", false}, "gawk": {runInterpreter, "", false}, "mawk": {runInterpreter, "", false},
 	"nawk": {runInterpreter, "", false}, "gdb": {runInterpreter, "", false},
+	// Terminal multiplexers: tmux reads a `;` word as the end of one of its
+	// commands and runs the next (run-shell, new-window CMD); screen runs
+	// the command written after it.
+	"tmux": {runInterpreter, "", false}, "screen": {runInterpreter, "", false},
 }
 
 // subRunners are commands whose subcommand runs the command written after

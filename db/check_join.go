@@ -105,6 +105,14 @@ func joinGuard(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, too
 	return true, RecordAuditMany(ctx, tx, evs)
 }
 
+// joinedInTurnSQL is, over approvalSelect's row a and CancelTurn's
+// arguments ($2 conversation, $3 turn, $4 key), "key's check in that turn
+// joined a as its second guard and has not used it": a stopped turn in the
+// joining guard's runtime stops the one call both guards hold, so the item
+// ends for both (the first guard can no longer claim it either).
+const joinedInTurnSQL = `a.id IN (SELECT j.approval_id FROM approval_joins j
+	WHERE j.api_key_id = $4 AND j.conversation_id = $2 AND j.turn_id = $3 AND j.claimed_at IS NULL)`
+
 // joinRow is an item's joining guard.
 type joinRow struct {
 	KeyID                                         int64
@@ -163,7 +171,8 @@ func joinedView(ctx context.Context, tx pgx.Tx, a Approval, key APIKey) (Approva
 }
 
 // claimJoined is Claim for the joining guard of item a (the caller holds
-// a's row): once, for the same call id and digest, while a is approved or
+// a's row): once, for the call id it joined under (the item's, or one the
+// first guard attached) and the same digest, while a is approved or
 // consumed by the first guard, and unless an admin blocked the tool since.
 // handled is false when key is not a's joining guard (or, for the key that
 // also created a, while a is not consumed yet: its own claim comes first).
@@ -184,7 +193,9 @@ func claimJoined(ctx context.Context, tx pgx.Tx, key APIKey, a Approval, callID,
 			approval.Message(approval.CodeBlockedByPolicy, approval.MessageInput{Tool: a.ToolDisplay}))
 	case view.Status != approval.StatusApproved:
 		return Approval{}, true, approval.Errorf(approval.KindConflict, approval.CodeNotApproved, "This call is not approved (%s), so it must not run.", view.Status)
-	case a.CallID != callID || a.ArgumentsDigest != digest:
+	case j.CallID != callID || a.ArgumentsDigest != digest:
+		// The call id is the one this guard joined under: the item's own,
+		// or a retry of the call the first guard attached to it.
 		return Approval{}, true, approval.Errorf(approval.KindConflict, approval.CodeCallMismatch, "The approval was given for a different call or different arguments, so this call must not run.")
 	}
 	if _, err := tx.Exec(ctx, `UPDATE approval_joins SET claimed_at = now() WHERE approval_id = $1 AND claimed_at IS NULL`, a.ID); err != nil {

@@ -131,14 +131,15 @@ func (d *DB) ExpireIfDue(ctx context.Context, id string) error {
 	}))
 }
 
-// CancelTurn ends a stopped turn's items that key created: pending ones,
-// and approved ones not claimed yet, which can then no longer be claimed.
-// It returns how many it ended.
+// CancelTurn ends a stopped turn's items that key created, and those its
+// checks in that turn joined as the second guard of the same call
+// (joinedInTurnSQL): pending ones, and approved ones not claimed yet, which
+// can then no longer be claimed. It returns how many it ended.
 func (d *DB) CancelTurn(ctx context.Context, key APIKey, user, conversation, turn string) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		list, err := settle(ctx, tx, ending{status: approval.StatusCancelled, action: approval.ActionCancelled, actor: key.Actor(), approved: true},
-			`a.owner_subject = $1 AND a.conversation_id = $2 AND a.turn_id = $3 AND a.api_key_id = $4`,
+			`a.owner_subject = $1 AND ((a.conversation_id = $2 AND a.turn_id = $3 AND a.api_key_id = $4) OR `+joinedInTurnSQL+`)`,
 			user, conversation, turn, key.ID)
 		n = len(list)
 		return err

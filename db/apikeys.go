@@ -115,6 +115,19 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 		}
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionAPIKeyCreated, Detail: detail})
 	})
+	if isConstraintViolation(err, "api_keys_name_per_owner") {
+		// Names are unique per owner among standing keys (migration
+		// 00031); a revoked key's name may be given again.
+		whose := "you"
+		switch {
+		case opt.Team != "":
+			whose = "team " + strconv.Quote(opt.Team)
+		case creator == nil:
+			whose = "the command line"
+		}
+		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
+			"A key named %q already stands for %s. Choose another name, or revoke that key first.", name, whose)
+	}
 	if err != nil {
 		return "", APIKey{}, translate("create api key", err)
 	}

@@ -252,3 +252,36 @@ func TestActivityAgentFilterReadsItemKey(t *testing.T) {
 		t.Fatalf("agents: %v %v", agents, err)
 	}
 }
+
+// A tool that makes its key anew at each start (countersign dev, bench)
+// replaces the standing key of that name: the old one is revoked, audited.
+func TestAPIKeyReplaceSameName(t *testing.T) {
+	ctx := context.Background()
+	f := newOrgFixture(t)
+	_, first, err := f.store.CreateAPIKeyWith(ctx, "demo agent", nil, db.APIKeyOptions{Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, second, err := f.store.CreateAPIKeyWith(ctx, "demo agent", nil, db.APIKeyOptions{Replace: true})
+	if err != nil {
+		t.Fatalf("the second start: %v", err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM api_keys WHERE id = $1 AND revoked_at IS NOT NULL`, first.ID); n != 1 {
+		t.Fatal("the first key stands")
+	}
+	if n := f.count(t, `SELECT count(*) FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, second.ID); n != 1 {
+		t.Fatal("the second key does not stand")
+	}
+	if n := f.count(t, `SELECT count(*) FROM audit_events WHERE action = $1 AND (detail->>'key_id')::bigint = $2`,
+		approval.ActionAPIKeyRevoked, first.ID); n != 1 {
+		t.Fatalf("%d revoke lines", n)
+	}
+	// Another owner's key of that name is left alone.
+	_, team, err := f.store.CreateAPIKeyWith(ctx, "demo agent", nil, db.APIKeyOptions{Team: "finance", Replace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM api_keys WHERE id = ANY($1) AND revoked_at IS NULL`, []int64{second.ID, team.ID}); n != 2 {
+		t.Fatalf("%d of the two owners' keys stand", n)
+	}
+}

@@ -19,12 +19,18 @@ ALTER TABLE audit_events ADD COLUMN api_key_id BIGINT;
 -- insert trigger, the backfill and the append-only check all use it.
 -- +goose StatementBegin
 CREATE FUNCTION audit_event_key(e audit_events) RETURNS BIGINT
-LANGUAGE sql STABLE AS $$
-    SELECT CASE
-        WHEN e.actor_kind = 'api_key' AND e.actor_id ~ '^[0-9]{1,18}$' THEN e.actor_id::bigint
-        WHEN e.approval_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-            THEN (SELECT a.api_key_id FROM approvals a WHERE a.id = e.approval_id::uuid)
-    END
+LANGUAGE plpgsql STABLE AS $$
+-- PL/pgSQL keeps its plan for the session: the insert trigger and the
+-- backfill call it once a line.
+BEGIN
+    IF e.actor_kind = 'api_key' AND e.actor_id ~ '^[0-9]{1,18}$' THEN
+        RETURN e.actor_id::bigint;
+    END IF;
+    IF e.approval_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+        RETURN (SELECT a.api_key_id FROM approvals a WHERE a.id = e.approval_id::uuid);
+    END IF;
+    RETURN NULL;
+END;
 $$;
 -- +goose StatementEnd
 
@@ -104,6 +110,10 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
+
+-- The backfill's old row versions are dead: vacuum them now (no lock that
+-- stops a write), rather than leave the table bloated until autovacuum.
+VACUUM (ANALYZE) audit_events;
 
 CREATE INDEX CONCURRENTLY audit_events_api_key_idx ON audit_events (api_key_id, id DESC) WHERE api_key_id IS NOT NULL;
 

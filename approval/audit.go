@@ -19,11 +19,14 @@ var SystemActor = Actor{Kind: ActorSystem, ID: "system", Name: "system"}
 
 // Audit actions. The words are the audit screen's words.
 const (
-	ActionSignIn               = "sign-in"
-	ActionSignOut              = "sign-out"
-	ActionAPIKeyCreated        = "api key created"
-	ActionAPIKeyRevoked        = "api key revoked"
-	ActionAPIKeyChanged        = "api key changed" // a key's settings (first-time users)
+	ActionSignIn        = "sign-in"
+	ActionSignOut       = "sign-out"
+	ActionAPIKeyCreated = "api key created"
+	ActionAPIKeyRevoked = "api key revoked"
+	ActionAPIKeyChanged = "api key changed" // a key's settings (first-time users)
+	// ActionAPIKeyRenamed is a key renamed by migration 00031, which made
+	// key names unique per owner.
+	ActionAPIKeyRenamed        = "api key renamed"
 	ActionApproved             = "approved"
 	ActionApprovedConversation = "approved for conversation"
 	ActionAlwaysAllowed        = "always allowed"
@@ -89,7 +92,7 @@ var AllActions = []string{
 	ActionBlockedByPolicy, ActionGrantRevoked, ActionGrantExpired, ActionPolicyChanged, ActionConnectorSynced, ActionConnectorDeleted, ActionToolRegistered,
 	ActionPlaybookRegistered, ActionPlaybookUpdated, ActionPlaybookEnabled, ActionPlaybookDisabled,
 	ActionPreapprovalGranted, ActionPreapprovalRevoked, ActionPreapprovalLapsed, ActionRunStarted, ActionRunRefused,
-	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAllowedByPolicy, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionSignIn, ActionSignOut,
+	ActionAllowedByPreapproval, ActionRefusedInRun, ActionAllowedByPolicy, ActionAPIKeyCreated, ActionAPIKeyRevoked, ActionAPIKeyChanged, ActionAPIKeyRenamed, ActionSignIn, ActionSignOut,
 	// Passkeys and step-up approvals (ProofActions).
 	ActionProofRefused, ActionPasskeyAdded, ActionPasskeyRemoved, ActionPasskeysReset,
 	ActionTeamCreated, ActionTeamChanged, ActionTeamMemberAdded, ActionTeamMemberRemoved,

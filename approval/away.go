@@ -22,6 +22,8 @@ const (
 const (
 	CodeInvalidEscalation = "invalid_escalation"
 	CodeInvalidDelegation = "invalid_delegation"
+	// CodeUnknownDeciderTeam: a policy's deciding team does not exist.
+	CodeUnknownDeciderTeam = "unknown_decider_team"
 )
 
 // MaxDelegation is the longest a delegation may last: a delegate decides

@@ -83,7 +83,8 @@ func (r DeciderRule) Validate() error {
 	return nil
 }
 
-// ValidTeamName checks a team's name: 1 to 100 characters, no control
+// ValidTeamName checks a team's name: 1 to 100 characters, no hidden
+// characters (HasHidden, NonASCIISpace), no control
 // characters, no leading or trailing spaces.
 func ValidTeamName(name string) error {
 	switch {
@@ -93,8 +94,29 @@ func ValidTeamName(name string) error {
 		return Errorf(KindUnprocessable, CodeInvalidRequest, "A team's name cannot start or end with a space.")
 	case strings.ContainsFunc(name, unicode.IsControl):
 		return Errorf(KindUnprocessable, CodeInvalidRequest, "A team's name cannot hold line breaks or other control characters.")
+	case HasHidden(name, SingleLine) || strings.ContainsFunc(name, NonASCIISpace):
+		// A name that reads like another team's (a zero-width character,
+		// a right-to-left override, a no-break space) could pass for it
+		// on the policy form and the card.
+		return Errorf(KindUnprocessable, CodeInvalidRequest,
+			"A team's name cannot hold hidden characters (zero-width, direction-changing or non-ASCII spaces): %s.", hiddenOf(name))
 	}
 	return nil
+}
+
+// hiddenOf names the first hidden character of s, for a message.
+func hiddenOf(s string) string {
+	for _, r := range Visible(s, SingleLine).Runs {
+		if r.Hidden {
+			return r.Text + " " + r.Name
+		}
+	}
+	for _, r := range s {
+		if NonASCIISpace(r) {
+			return fmt.Sprintf("⟨U+%04X⟩ space", r)
+		}
+	}
+	return ""
 }
 
 // ChooseRule is the rule for one call: a policy's deciders condition, when

@@ -164,3 +164,10 @@ var hiddenNames = map[rune]string{
 	0xFEFF: "zero-width no-break space",
 	0xFFA0: "halfwidth Hangul filler",
 }
+
+// NonASCIISpace reports whether r is a space other than the ASCII one
+// (no-break, en, em, thin, ideographic and the like): it reads as a space
+// but is not one, so a name holding it passes for another.
+func NonASCIISpace(r rune) bool {
+	return r != ' ' && unicode.Is(unicode.Zs, r)
+}

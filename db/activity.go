@@ -109,10 +109,22 @@ func activityScope(viewer User, person string, n int, teamKeys bool) (string, an
 	if !teamKeys {
 		return "e.owner_subject = " + p, viewer.Subject
 	}
+	// By the key's id, never its name: two teams' keys may share a name,
+	// and a new key may take a revoked key's name.
 	return "(e.owner_subject = " + p + " OR (e.owner_subject = '' AND EXISTS (SELECT 1 FROM api_keys k JOIN team_members m ON m.team = k.team" +
-		" WHERE m.subject = " + p + " AND k.name = (CASE WHEN e.actor_kind = '" + approval.ActorAPIKey + "' THEN e.actor_name" +
-		" ELSE e.detail->>'agent_key' END))))", viewer.Subject
+		" WHERE m.subject = " + p + " AND k.id = " + activityKey + ")))", viewer.Subject
 }
+
+// activityKey is the id of the key whose agent made the call of line e: the
+// id the line records (migration 00031), else the one it names — its actor,
+// or its item's key (audit_event_key) — for a line written without it.
+const activityKey = `COALESCE(e.api_key_id, audit_event_key(e))`
+
+// activityAgent is the name of the agent (its key) that made the call of
+// line e: the name the line recorded, else its key's name (a decision
+// written before lines named the key).
+const activityAgent = `COALESCE(NULLIF(CASE WHEN e.actor_kind = '` + approval.ActorAPIKey + `' THEN e.actor_name ELSE e.detail->>'agent_key' END, ''),
+	(SELECT k.name FROM api_keys k WHERE k.id = ` + activityKey + `), '')`
 
 // hasTeamKeys reports whether a key belongs to one of a member's teams.
 func (d *DB) hasTeamKeys(ctx context.Context, viewer User) (bool, error) {
@@ -126,7 +138,7 @@ func (d *DB) hasTeamKeys(ctx context.Context, viewer User) (bool, error) {
 }
 
 const activitySelect = `SELECT e.id, e.at, e.action, e.actor_kind, e.actor_name,
-	CASE WHEN e.actor_kind = '` + approval.ActorAPIKey + `' THEN e.actor_name ELSE COALESCE(e.detail->>'agent_key', '') END AS agent,
+	` + activityAgent + ` AS agent,
 	e.connector, e.tool, COALESCE(t.display_name, e.tool) AS tool_display, e.conversation_id,
 	COALESCE(NULLIF(a.conversation_title, ''), ct.title, '') AS conversation_title, e.playbook_id, COALESCE(p.name, '') AS playbook_name, e.run_id,
 	e.approval_id, e.owner_subject, COALESCE(u.shown, e.owner_subject) AS owner_name, e.detail,
@@ -176,7 +188,7 @@ func (d *DB) ListActivity(ctx context.Context, viewer User, f ActivityFilter) (A
 	}
 	conds = append(conds, scope)
 	if f.Agent != "" {
-		add("(CASE WHEN e.actor_kind = '"+approval.ActorAPIKey+"' THEN e.actor_name ELSE e.detail->>'agent_key' END) = ?", f.Agent)
+		add(activityAgent+" = ?", f.Agent)
 	}
 	if f.Tool != "" {
 		add("e.tool = ?", f.Tool)
@@ -239,8 +251,7 @@ func (d *DB) ActivityAgents(ctx context.Context, viewer User) ([]string, error) 
 	if who != nil {
 		args = append(args, who)
 	}
-	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT agent FROM (SELECT CASE WHEN e.actor_kind = '`+approval.ActorAPIKey+`'
-		THEN e.actor_name ELSE COALESCE(e.detail->>'agent_key', '') END AS agent
+	rows, err := d.Pool.Query(ctx, `SELECT DISTINCT agent FROM (SELECT `+activityAgent+` AS agent
 		FROM audit_events e WHERE e.action = ANY($1) AND `+scope+` ORDER BY e.id DESC LIMIT 2000) a
 		WHERE agent <> '' ORDER BY agent`, args...)
 	if err != nil {

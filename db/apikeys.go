@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,10 @@ type APIKeyOptions struct {
 	// Team makes the key a service agent's: its checks may omit user, and
 	// their items go to the team ("": a person's key).
 	Team string
+	// Replace revokes, in the same transaction and audited, a standing key
+	// of the same owner and name first: for keys a tool makes anew at each
+	// start (countersign dev, bench), since names are unique per owner.
+	Replace bool
 }
 
 // CreateAPIKeyWith is CreateAPIKey with settings, recorded in the same
@@ -98,6 +103,11 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 	}
 	var k APIKey
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
+		if opt.Replace {
+			if err := revokeSameName(ctx, tx, name, createdBy, opt.Team, actor); err != nil {
+				return err
+			}
+		}
 		err := tx.QueryRow(ctx, `
 			INSERT INTO api_keys (name, key_hash, key_prefix, created_by, allow_first_time_users, team) VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''))
 			RETURNING id, created_at, team`, name, hashAPIKey(key), key[:len(apiKeyPrefix)+6], createdBy, opt.AllowFirstTimeUsers, opt.Team,
@@ -115,10 +125,45 @@ func (d *DB) CreateAPIKeyWith(ctx context.Context, name string, creator *User, o
 		}
 		return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionAPIKeyCreated, Detail: detail})
 	})
+	if isConstraintViolation(err, "api_keys_name_per_owner") {
+		// Names are unique per owner among standing keys (migration
+		// 00031); a revoked key's name may be given again.
+		whose := "you"
+		switch {
+		case opt.Team != "":
+			whose = "team " + strconv.Quote(opt.Team)
+		case creator == nil:
+			whose = "the command line"
+		}
+		return "", APIKey{}, approval.Errorf(approval.KindUnprocessable, approval.CodeInvalidRequest,
+			"A key named %q already stands for %s. Choose another name, or revoke that key first.", name, whose)
+	}
 	if err != nil {
 		return "", APIKey{}, translate("create api key", err)
 	}
 	return key, k, nil
+}
+
+// apiKeyOwnerSQL is a key's owner, whose key names are unique
+// (migration 00031's api_keys_name_per_owner): its team, else the person
+// who made it, else the command line.
+const apiKeyOwnerSQL = `COALESCE('team:' || team, 'person:' || created_by::text, 'cli')`
+
+// revokeSameName revokes the standing key named name of the owner a new
+// key of createdBy and team would have, with its audit line.
+func revokeSameName(ctx context.Context, tx pgx.Tx, name string, createdBy *int64, team string, actor approval.Actor) error {
+	var id int64
+	err := tx.QueryRow(ctx, `UPDATE api_keys SET revoked_at = now() WHERE revoked_at IS NULL AND name = $1
+		AND `+apiKeyOwnerSQL+` = COALESCE('team:' || NULLIF($3, ''), 'person:' || $2::bigint::text, 'cli') RETURNING id`,
+		name, createdBy, team).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return RecordAudit(ctx, tx, approval.AuditEvent{Actor: actor, Action: approval.ActionAPIKeyRevoked,
+		Detail: map[string]any{"key_id": id, "key_name": name, "reason": "replaced by a new key of the same name"}})
 }
 
 // ListAPIKeys returns every key, newest first.

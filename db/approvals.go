@@ -129,8 +129,7 @@ const approvalSelect = `SELECT a.id::text AS id, a.owner_subject, a.api_key_id, 
 		JOIN passkeys p ON p.id = r.passkey_id WHERE r.approval_id = a.id), '') AS proof_passkey,
 	a.deciders, COALESCE(a.decider_team, '') AS decider_team, a.quorum, COALESCE(a.owner_team, '') AS owner_team,
 	CASE WHEN a.deciders = 'quorum' THEN (SELECT count(*) FROM approval_votes v
-		WHERE v.approval = a.id AND v.decision = 'approve' AND countersign_may_decide_self(a, v.subject)
-		  AND (a.proof_required <> 'passkey' OR v.with_proof))::int ELSE 0 END AS approvals_in,
+		WHERE v.approval = a.id AND countersign_vote_counts(a, v))::int ELSE 0 END AS approvals_in,
 	a.escalate_to, a.escalate_after_seconds, a.escalated_at
 	FROM approvals a JOIN tools t ON t.id = a.tool_id JOIN connectors c ON c.name = a.connector
 	LEFT JOIN api_keys k ON k.id = a.api_key_id

@@ -86,6 +86,10 @@ type AuditLine struct {
 	Hash           string         `db:"hash"`
 	// OwnerSubject is whose agent made the call, on a line about a call.
 	OwnerSubject string `db:"owner_subject"`
+	// APIKeyID is the key whose agent made the call (the line's actor, or
+	// the key of the item it is about); nil for other lines. The database
+	// fills it (audit_event_key, migration 00031).
+	APIKeyID *int64 `db:"api_key_id"`
 }
 
 // Sealed says whether the line has its place in the chain yet: lines are
@@ -107,7 +111,7 @@ type AuditFilter struct {
 }
 
 const auditColumns = `id, COALESCE(seq, 0) AS seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
-	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash, owner_subject`
+	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash, owner_subject, api_key_id`
 
 // where builds the filter's conditions; keyset bounds are added by the caller.
 func (f AuditFilter) where() (string, []any) {

@@ -94,6 +94,13 @@ func translate(op string, err error) error {
 	return fmt.Errorf("db: %s: %w", op, err)
 }
 
+// isConstraintViolation reports whether err is a unique violation of the
+// named constraint or index.
+func isConstraintViolation(err error, name string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == name
+}
+
 func isUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"

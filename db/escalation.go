@@ -121,8 +121,8 @@ func (t Tool) Escalation() approval.Escalation {
 func setEscalation(ctx context.Context, tx pgx.Tx, toolID int64, e approval.Escalation) error {
 	var secs *int32
 	if e.On() {
-		var known bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM teams WHERE name = $1)`, e.Team).Scan(&known); err != nil {
+		known, err := teamExists(ctx, tx, e.Team)
+		if err != nil {
 			return err
 		}
 		if !known {
@@ -133,6 +133,16 @@ func setEscalation(ctx context.Context, tx pgx.Tx, toolID int64, e approval.Esca
 	}
 	_, err := tx.Exec(ctx, `UPDATE tools SET escalate_to = $2, escalate_after_seconds = $3 WHERE id = $1`, toolID, e.Team, secs)
 	return err
+}
+
+// teamExists says whether a team named name exists (an admin's, or an IdP
+// group someone signed in with): a policy may name only such a team, as its
+// deciding team or its backup team, so that a group created later under
+// that name does not become its deciders.
+func teamExists(ctx context.Context, tx pgx.Tx, name string) (bool, error) {
+	var known bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM teams WHERE name = $1)`, name).Scan(&known)
+	return known, err
 }
 
 // escalationDetail adds t's escalation rule to a policy audit detail.

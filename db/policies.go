@@ -129,6 +129,15 @@ func (d *DB) UpdatePolicy(ctx context.Context, actor approval.Actor, toolID int6
 			return err
 		}
 		rule := p.Rule.Normal()
+		if rule.Team != "" {
+			known, err := teamExists(ctx, tx, rule.Team)
+			if err != nil {
+				return err
+			}
+			if !known {
+				return approval.Errorf(approval.KindUnprocessable, approval.CodeUnknownDeciderTeam, "There is no team named %q.", rule.Team)
+			}
+		}
 		if _, err := tx.Exec(ctx, `UPDATE tools SET mode = $2, standing_approval = $3, condition = $4,
 			max_grant_seconds = $5, matchable = $6, deciders = $7, decider_team = NULLIF($8, ''), quorum = $9,
 			deciders_condition = $10, policy_version = policy_version + 1, updated_at = now() WHERE id = $1`,

@@ -22,6 +22,11 @@ type Vote struct {
 var errAlreadyVoted = approval.Errorf(approval.KindConflict, approval.CodeAlreadyDecided,
 	"You already answered this request. It needs other people's approvals now; your answer counts once.")
 
+// errPairedVote refuses an approval of a person whose delegate (or whose
+// delegator) already approved: the two are one vote (invariant 15).
+var errPairedVote = approval.Errorf(approval.KindConflict, approval.CodeAlreadyDecided,
+	"Someone you stand in for, or who stands in for you, already approved this request. Together you count once; it needs another person's approval.")
+
 // castVote records reviewer's answer to item a, whose rule needs more than
 // one approval, in the caller's transaction: the item's row is locked
 // first, so that concurrent votes count one after another; the vote is a
@@ -63,16 +68,36 @@ func castVote(ctx context.Context, tx pgx.Tx, a Approval, reviewer User, ans Ans
 	if tag.RowsAffected() == 0 {
 		return Approval{}, errAlreadyVoted
 	}
+	// A delegate never counts beside the person they stand in for
+	// (invariant 15): an approval paired with theirs is refused, not kept
+	// as a vote that does not count.
+	var paired bool
+	if err := tx.QueryRow(ctx, `SELECT countersign_vote_paired(a, v) FROM approval_votes v JOIN approvals a ON a.id = v.approval
+		WHERE v.approval = $1 AND v.subject = $2`,
+		a.ID, voter).Scan(&paired); err != nil {
+		return Approval{}, err
+	}
+	if paired && vote == "approve" {
+		return Approval{}, errPairedVote
+	}
 	var in int
-	// A vote counts while its subject may still decide the item in their
-	// own right (a delegate's vote is under the person's subject), and,
-	// once the item needs a passkey, only if it was cast with one.
+	// A vote counts by the one rule (countersign_vote_counts): its subject
+	// may still decide the item in their own right (a delegate's vote is
+	// under the person's subject), it carries a passkey once the item needs
+	// one, and no delegate counts beside their person.
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM approval_votes v JOIN approvals a ON a.id = v.approval
-		WHERE v.approval = $1 AND v.decision = 'approve' AND countersign_may_decide_self(a, v.subject)
-		  AND (a.proof_required <> 'passkey' OR v.with_proof)`, a.ID).Scan(&in); err != nil {
+		WHERE v.approval = $1 AND countersign_vote_counts(a, v)`, a.ID).Scan(&in); err != nil {
 		return Approval{}, err
 	}
 	detail := map[string]any{"quorum": a.Quorum, "approvals": in, "team": a.DeciderTeam}
+	if dec == approval.Approve && in >= a.Quorum {
+		// The votes that met the quorum, as they counted now: decided_by
+		// and the request page name exactly these.
+		if _, err := tx.Exec(ctx, `UPDATE approval_votes v SET counted = countersign_vote_counts(a, v)
+			FROM approvals a WHERE a.id = v.approval AND v.approval = $1`, a.ID); err != nil {
+			return Approval{}, err
+		}
+	}
 	if dec == approval.Reject || in >= a.Quorum {
 		decided, err := recordDecision(ctx, tx, a.ID, reviewer, ans, false)
 		if err != nil {
@@ -135,11 +160,21 @@ func (d *DB) VotesOn(ctx context.Context, ids []string) (map[string][]Vote, erro
 	return out, nil
 }
 
+// DecidedBy names the people whose approval approved item a, in the order
+// they gave it (decidedBy).
+func (d *DB) DecidedBy(ctx context.Context, a Approval) ([]string, error) {
+	names, err := decidedBy(ctx, d.Pool, a)
+	return names, translate("decided by", err)
+}
+
 // decidedBy names the people whose approval item a carries, in the order
-// they gave it: each approver of a quorum, or the one reviewer.
-func decidedBy(ctx context.Context, tx pgx.Tx, a Approval) ([]string, error) {
-	rows, err := tx.Query(ctx, `SELECT COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject)
-		FROM (SELECT v.reviewer_id AS id, v.at FROM approval_votes v WHERE v.approval = $1 AND v.decision = 'approve' AND $2
+// they gave it: each approver of a quorum whose vote counted when the
+// quorum was met (approval_votes.counted; for an item decided before that
+// was recorded, the one rule as it reads now), or the one reviewer.
+func decidedBy(ctx context.Context, q querier, a Approval) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject)
+		FROM (SELECT v.reviewer_id AS id, v.at FROM approval_votes v JOIN approvals a ON a.id = v.approval
+				WHERE v.approval = $1 AND v.decision = 'approve' AND $2 AND COALESCE(v.counted, countersign_vote_counts(a, v))
 			UNION ALL SELECT a.reviewer_id, a.decided_at FROM approvals a WHERE a.id = $1 AND NOT $2) d
 		JOIN users u ON u.id = d.id ORDER BY d.at`, a.ID, a.Rule().Needed() > 1)
 	if err != nil {

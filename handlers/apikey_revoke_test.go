@@ -71,3 +71,33 @@ func TestNotFoundKeepsNavigation(t *testing.T) {
 		t.Fatalf("signed out: %d", resp.StatusCode)
 	}
 }
+
+// A second standing key of one admin's name is refused on the form with the
+// reason (422, the name kept); once that key is revoked, the name may be
+// given again.
+func TestAPIKeyNameTaken(t *testing.T) {
+	l := newLoop(t)
+	admin := l.NewBrowser()
+	admin.SignIn("admin")
+	if resp, _ := admin.PostForm("/admin/api-keys", url.Values{"name": {"ci-bot"}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first ci-bot: %d", resp.StatusCode)
+	}
+	resp, body := admin.PostForm("/admin/api-keys", url.Values{"name": {"ci-bot"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(visibleText(body), `A key named "ci-bot" already stands for you.`) ||
+		strings.Contains(body, `id="new-key-value"`) {
+		t.Fatalf("a second ci-bot: %d %s", resp.StatusCode, visibleText(body))
+	}
+	if n := l.countPlaybookRows(t, `SELECT count(*) FROM api_keys WHERE name = 'ci-bot'`); n != 1 {
+		t.Fatalf("%d keys named ci-bot", n)
+	}
+	var id int64
+	if err := l.DB.Pool.QueryRow(t.Context(), `SELECT id FROM api_keys WHERE name = 'ci-bot'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := admin.PostForm("/admin/api-keys/"+itoa(id)+"/revoke", url.Values{"confirm": {"yes"}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", resp.StatusCode)
+	}
+	if resp, body := admin.PostForm("/admin/api-keys", url.Values{"name": {"ci-bot"}}); resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="new-key-value"`) {
+		t.Fatalf("ci-bot after the first was revoked: %d", resp.StatusCode)
+	}
+}

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/views"
@@ -42,7 +43,15 @@ func (h *Handler) ApprovalShow(c echo.Context) error {
 	if a.Status == approval.StatusCancelled {
 		v.Code = a.Code()
 	}
-	if a.ReviewerID != nil {
+	switch {
+	case a.Rule().Needed() > 1 && (a.Status == approval.StatusApproved || a.Status == approval.StatusConsumed):
+		// A quorum's approval is every vote that counted, not the last.
+		names, err := h.DB.DecidedBy(ctx, a)
+		if err != nil {
+			return err
+		}
+		v.DecidedBy = strings.Join(names, ", ")
+	case a.ReviewerID != nil:
 		reviewer, err := h.DB.UserByID(ctx, *a.ReviewerID)
 		if err != nil {
 			return err

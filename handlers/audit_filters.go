@@ -25,7 +25,7 @@ var auditActionGroups = []struct {
 	{"Playbooks", []string{approval.ActionPlaybookRegistered, approval.ActionPlaybookUpdated, approval.ActionPlaybookEnabled,
 		approval.ActionPlaybookDisabled, approval.ActionPreapprovalGranted, approval.ActionPreapprovalRevoked, approval.ActionPreapprovalLapsed,
 		approval.ActionRunStarted, approval.ActionRunRefused, approval.ActionAllowedByPreapproval, approval.ActionRefusedInRun}},
-	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionAPIKeyChanged, approval.ActionSignIn, approval.ActionSignOut}},
+	{"Access", []string{approval.ActionAPIKeyCreated, approval.ActionAPIKeyRevoked, approval.ActionAPIKeyChanged, approval.ActionAPIKeyRenamed, approval.ActionSignIn, approval.ActionSignOut}},
 	{"Passkeys", approval.ProofActions},
 	{"Teams", []string{approval.ActionTeamCreated, approval.ActionTeamChanged, approval.ActionTeamMemberAdded, approval.ActionTeamMemberRemoved}},
 	{"Escalation and delegation", []string{approval.ActionEscalated, approval.ActionDelegationStarted, approval.ActionDelegationEnded}},

@@ -123,7 +123,13 @@ func TestAuditScenario(t *testing.T) {
 	keys, _ := l.DB.ListAPIKeys(ctx)
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/first-time-users", url.Values{"allow": {"no"}}) // api key changed
 	admin.PostForm("/admin/api-keys/"+itoa(keys[0].ID)+"/revoke", url.Values{"confirm": {"yes"}})        // api key revoked
-	l.Member.PostForm("/auth/logout", url.Values{})                                                      // sign-out
+	// api key renamed: written only by migration 00031, to keys of one owner that shared a name.
+	if _, err := l.DB.Pool.Exec(ctx, `INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, detail, api_key_id)
+		VALUES ('system', 'system', 'system', 'api key renamed', jsonb_build_object('key_id', $1::bigint, 'old_name', 'x', 'key_name', 'x (#1)'), $1)`,
+		keys[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	l.Member.PostForm("/auth/logout", url.Values{}) // sign-out
 
 	want := map[string]int{
 		"sign-in": 2, "api key created": 1, "connector synced": 5, "approval requested": 9, "approved": 1, "claimed": 2, "joined by another guard": 1,
@@ -132,7 +138,7 @@ func TestAuditScenario(t *testing.T) {
 		"cancelled": 1, "grant revoked": 1, "grant expired": 1, "policy changed": 2, "blocked by policy": 1, "playbook registered": 1,
 		"pre-approval granted": 2, "playbook enabled": 1, "playbook run started": 1, "playbook run refused": 1, "allowed by pre-approval": 1,
 		"refused in unattended run": 1, "pre-approval revoked": 1, "pre-approval lapsed": 1, "playbook disabled": 1,
-		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "sign-out": 1, "connector deleted": 1,
+		"playbook updated": 1, "api key changed": 1, "api key revoked": 1, "api key renamed": 1, "sign-out": 1, "connector deleted": 1,
 		"tool registered": 1, "team created": 1, "team changed": 1, "team member added": 1, "team member removed": 1, "allowed by policy": 1,
 		"escalated": 1, "delegation started": 1, "delegation ended": 1,
 		// passkeyScenario: one more request and policy change.

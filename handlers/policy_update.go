@@ -101,6 +101,10 @@ func (h *Handler) PolicyUpdate(c echo.Context) error {
 		f.Escalation.Error = e.Message
 		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
 	}
+	if e := approval.AsError(err); e != nil && e.Code == approval.CodeUnknownDeciderTeam {
+		f.Deciders.Error = e.Message
+		return Render(c, http.StatusUnprocessableEntity, views.PolicyEdit(f))
+	}
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*bench
 	cfg.BaseURL, _ = cfg.BaseURL.Parse(b.base)
 	srv := web.New(web.Deps{Config: cfg, DB: store, Log: log, Hub: b.hub})
 	go func() { defer close(b.done); _ = srv.Serve(runCtx, ln) }()
-	if b.key, _, err = store.CreateAPIKey(ctx, "bench", nil); err != nil {
+	if b.key, _, err = store.CreateAPIKeyWith(ctx, "bench", nil, db.APIKeyOptions{Replace: true}); err != nil {
 		b.close()
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func devReady(ctx context.Context, cfg *web.Config, log *slog.Logger, dataDir st
 		}
 		// The demo people may not have signed in yet when the agent first
 		// asks for them: let its items wait (dev only).
-		agentKey, _, err := a.db.CreateAPIKeyWith(ctx, "demo agent (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
+		agentKey, _, err := a.db.CreateAPIKeyWith(ctx, "demo agent (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true, Replace: true})
 		if err != nil {
 			log.Error("demo agent key", "err", err)
 			return

@@ -83,7 +83,7 @@ func devAPIKey(ctx context.Context, store *db.DB, path string) (string, error) {
 	}
 	// The demo people sign in only when someone opens the inbox: a dev
 	// runtime's items may wait for them.
-	key, _, err := store.CreateAPIKeyWith(ctx, "dev runtime (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
+	key, _, err := store.CreateAPIKeyWith(ctx, "dev runtime (countersign dev)", nil, db.APIKeyOptions{AllowFirstTimeUsers: true, Replace: true})
 	if err != nil {
 		return "", err
 	}

@@ -12,7 +12,9 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ type Env struct {
 	Contract *Contract
 	log      *lockedWriter
 	cancel   context.CancelFunc
+	keys     atomic.Int32 // keys made by APIKey
 }
 
 // Option adjusts an Env's configuration before it starts.
@@ -195,7 +198,13 @@ func (e *Env) Logs() string {
 // refusal switches it off (the API keys page).
 func (e *Env) APIKey() string {
 	e.T.Helper()
-	key, _, err := e.DB.CreateAPIKeyWith(context.Background(), "test runtime", nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
+	// Key names are unique per owner: the first is "test runtime", the
+	// next "test runtime 2" and so on.
+	name := "test runtime"
+	if n := e.keys.Add(1); n > 1 {
+		name += " " + strconv.Itoa(int(n))
+	}
+	key, _, err := e.DB.CreateAPIKeyWith(context.Background(), name, nil, db.APIKeyOptions{AllowFirstTimeUsers: true})
 	if err != nil {
 		e.T.Fatal(err)
 	}

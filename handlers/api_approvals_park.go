@@ -49,6 +49,7 @@ type parkedWait struct {
 	over        bool // the wait has elapsed
 	done        bool // answered
 	triedExpiry bool
+	last        db.Approval // the latest read, answered as it is when the process shuts down
 	deadline    *time.Timer
 	timer       *time.Timer
 }
@@ -79,7 +80,7 @@ func (p *parkedWait) park(c echo.Context, a db.Approval, wait time.Duration) boo
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.conn, p.header = conn, header
+	p.conn, p.header, p.last = conn, header, a
 	p.deadline = time.AfterFunc(wait, func() {
 		p.mu.Lock()
 		p.over = true
@@ -120,8 +121,24 @@ func (p *parkedWait) wake() {
 // the item's expiry (by the database's clock) or the next poke.
 func (p *parkedWait) run() {
 	for {
+		if isClosed(p.h.Hub.Closed()) {
+			// Shutting down: the pool may already be gone, so the item is
+			// answered as last read — still pending, as when a wait
+			// elapses — and the runtime asks the next process.
+			p.mu.Lock()
+			p.done = true
+			last := p.last
+			p.mu.Unlock()
+			p.finish(last, nil)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
 		a, err := p.h.DB.ApprovalForKey(ctx, p.id, p.key)
+		if err == nil {
+			p.mu.Lock()
+			p.last = a
+			p.mu.Unlock()
+		}
 		if err == nil && a.Status == approval.StatusPending && a.ExpiresIn <= 0 && !p.triedExpiry {
 			// Due by the database's clock: expire it now, then read again.
 			p.triedExpiry = true

@@ -54,32 +54,44 @@ func Migrate(ctx context.Context, url string) (applied int, err error) {
 	return MigrateWith(ctx, url, MigrateOptions{})
 }
 
-// MigrateWith is Migrate with progress reported to opt.Log and the lock
-// wait bounded by opt.LockTimeout. Each migration is logged when it starts
-// and when it ends, with its duration; one that takes long is logged again
-// every opt.Heartbeat.
-func MigrateWith(ctx context.Context, url string, opt MigrateOptions) (applied int, err error) {
+// openLocked opens url for migrating, refuses a schema this binary does
+// not know, and takes the migration lock (waiting as opt says); release
+// lets the lock and the connection go.
+func openLocked(ctx context.Context, url string, opt MigrateOptions) (*goose.Provider, *slog.Logger, func(), error) {
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	sqlDB, err := openMigrationDB(url, log)
 	if err != nil {
-		return 0, err
+		return nil, nil, nil, err
 	}
-	defer sqlDB.Close()
 	p, err := newProvider(sqlDB)
-	if err != nil {
-		return 0, err
+	if err == nil {
+		err = checkSchemaKnown(ctx, p)
 	}
-	if err := checkSchemaKnown(ctx, p); err != nil {
-		return 0, err
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, nil, err
 	}
 	unlock, err := migrationLock(ctx, sqlDB, log, opt.LockTimeout)
 	if err != nil {
+		sqlDB.Close()
+		return nil, nil, nil, err
+	}
+	return p, log, func() { unlock(); sqlDB.Close() }, nil
+}
+
+// MigrateWith is Migrate with progress reported to opt.Log and the lock
+// wait bounded by opt.LockTimeout. Each migration is logged when it starts
+// and when it ends, with its duration; one that takes long is logged again
+// every opt.Heartbeat.
+func MigrateWith(ctx context.Context, url string, opt MigrateOptions) (applied int, err error) {
+	p, log, release, err := openLocked(ctx, url, opt)
+	if err != nil {
 		return 0, err
 	}
-	defer unlock()
+	defer release()
 	heartbeat := opt.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = 10 * time.Second
@@ -390,27 +402,11 @@ var ErrIrreversible = errors.New("db: a migration to undo is not reversible")
 // changing nothing, when one of them is not reversible: then the way back
 // is the backup taken before the upgrade.
 func MigrateDown(ctx context.Context, url string, version int64, opt MigrateOptions) (undone int, err error) {
-	log := opt.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	sqlDB, err := openMigrationDB(url, log)
+	p, log, release, err := openLocked(ctx, url, opt)
 	if err != nil {
 		return 0, err
 	}
-	defer sqlDB.Close()
-	p, err := newProvider(sqlDB)
-	if err != nil {
-		return 0, err
-	}
-	if err := checkSchemaKnown(ctx, p); err != nil {
-		return 0, err
-	}
-	unlock, err := migrationLock(ctx, sqlDB, log, opt.LockTimeout)
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
+	defer release()
 	st, err := p.Status(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("db: read migration status: %w", err)

@@ -164,10 +164,18 @@ func cardFor(t *testing.T, ctx context.Context, e *testenv.Env, callID string) s
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!!document.querySelector('`+sel+`')`)); err != nil {
 		t.Fatal("card did not arrive:", err)
 	}
-	if eval[bool](t, ctx, `!!document.querySelector('#pending-new `+sel+`') && !document.querySelector('[data-new-bar]').hidden`) {
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-testid="show-new"]`))); err != nil {
-			t.Fatal("show new:", err)
-		}
+	// The bar may still be laid out when the card lands behind it: press it
+	// once it has a size (a person can't press it sooner either).
+	showNew := `(() => {
+		if (!document.querySelector('#pending-new ` + sel + `')) return true;
+		const bar = document.querySelector('[data-new-bar]'), b = document.querySelector('[data-testid="show-new"]');
+		if (!bar || bar.hidden) return true;
+		if (!b || b.getBoundingClientRect().height === 0) return false;
+		b.click();
+		return true;
+	})()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](showNew)); err != nil {
+		t.Fatal("show new:", err)
 	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
 		t.Fatal("card did not appear:", err)

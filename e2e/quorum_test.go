@@ -24,15 +24,17 @@ func TestQuorumInBrowsers(t *testing.T) {
 		Tools: []client.ConnectorTool{{Name: "send", DisplayName: "Send payment"}}}); err != nil {
 		t.Fatal(err)
 	}
+	// Signing in brings the finance team from the provider's groups; a
+	// policy may name only a team that exists.
+	maya, finn, fiona := newTab(t), newTab(t), newTab(t)
+	signIn(t, maya, e, "member")
+	signIn(t, finn, e, "finn")
+	signIn(t, fiona, e, "fiona")
 	if _, err := e.DB.SetToolPolicy(ctx, approval.SystemActor, "payments", "send", approval.Policy{Mode: approval.ModeRequireApproval,
 		StandingApproval: true, Rule: approval.DeciderRule{Deciders: approval.DecidersQuorum, Team: "finance", Quorum: 2},
 		DecidersCondition: "args.amount > 10000"}); err != nil {
 		t.Fatal(err)
 	}
-	maya, finn, fiona := newTab(t), newTab(t), newTab(t)
-	signIn(t, maya, e, "member")
-	signIn(t, finn, e, "finn")
-	signIn(t, fiona, e, "fiona")
 
 	gated := make(chan client.Outcome, 1)
 	go func() {

@@ -184,3 +184,13 @@ func (p *DiffPreview) PreImages() []PreImage {
 	}
 	return out
 }
+
+// PreImageHashes are the pre-image hashes alone, for audit lines: a path
+// can say more than an auditor needs, a hash says only which contents.
+func (p *DiffPreview) PreImageHashes() []string {
+	var out []string
+	for _, pi := range p.PreImages() {
+		out = append(out, pi.SHA256)
+	}
+	return out
+}

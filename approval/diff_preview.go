@@ -160,3 +160,37 @@ func headTail(s string, limit int) (head, tail string, hidden int) {
 	h, t := limit*3/4, limit/4
 	return string(r[:h]), string(r[len(r)-t:]), len(r) - h - t
 }
+
+// PreImage is one file's SHA-256 (hex) as the runtime read it to compute
+// the diff the person approved: a runtime that finds another hash before
+// the call runs asks again.
+type PreImage struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// PreImages are the pre-image hashes of the preview's files, in the diff's
+// order. None (nil) for no diff, a diff that did not parse, a file the
+// runtime did not read, or a preview removed after the retention period.
+func (p *DiffPreview) PreImages() []PreImage {
+	if p == nil || !p.Parsed || p.Removed {
+		return nil
+	}
+	var out []PreImage
+	for _, f := range p.Files {
+		if f.PreImage != "" {
+			out = append(out, PreImage{Path: f.Path(), SHA256: f.PreImage})
+		}
+	}
+	return out
+}
+
+// PreImageHashes are the pre-image hashes alone, for audit lines: a path
+// can say more than an auditor needs, a hash says only which contents.
+func (p *DiffPreview) PreImageHashes() []string {
+	var out []string
+	for _, pi := range p.PreImages() {
+		out = append(out, pi.SHA256)
+	}
+	return out
+}

@@ -97,6 +97,10 @@ type Outcome struct {
 	ApprovalID string // when a person was asked
 	URL        string // on approval_pending: the item's page, where the person decides
 	Proof      string // when a person approved: "passkey" or "session"
+	// PreImages, when a person approved: the SHA-256 of each file as the
+	// runtime read it for the diff the person approved (the claim's
+	// pre_images; empty when none, nil from a server that does not say).
+	PreImages []approval.PreImage
 }
 
 // Codes the client itself produces.

@@ -23,6 +23,9 @@ type approvalState struct {
 	ArgumentsDigest string    `json:"arguments_digest"`
 	URL             string    `json:"url"`
 	Proof           string    `json:"proof"` // on a claim's answer: "passkey" or "session"
+	// PreImages, on a claim's answer: the file hashes of the diff the
+	// person approved (nil when the server did not say).
+	PreImages []approval.PreImage `json:"pre_images"`
 }
 
 type checkResponse struct {
@@ -239,7 +242,7 @@ func (c *Client) claim(ctx context.Context, call Call, callID string, st approva
 	if scope == "" {
 		scope = claimed.Scope
 	}
-	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID, Proof: claimed.Proof}, nil
+	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID, Proof: claimed.Proof, PreImages: claimed.PreImages}, nil
 }
 
 // notAllowed is a deny or a terminal status as the server reported it. A

@@ -297,7 +297,7 @@ func outcomeRecord(key APIKey, req CheckRequest, args approval.Arguments, tool T
 		return &groupEntry{ev: ev}, nil
 	case o.Verdict == approval.Pending:
 		p := newPendingWrite(key, req, args, tool, opt)
-		ev.Action, ev.ApprovalID, ev.Detail = approval.ActionRequested, p.a.ID, runtimeDetail(req.Runtime)
+		ev.Action, ev.ApprovalID, ev.Detail = approval.ActionRequested, p.a.ID, withPreImages(runtimeDetail(req.Runtime), p.a.Diff)
 		return &groupEntry{ev: ev, pending: p}, nil
 	case o.Verdict == approval.Allow && o.Via == approval.ViaPolicy && read && tool.Mode == string(approval.ModeAllow):
 		return nil, nil
@@ -389,6 +389,22 @@ func runtimeDetail(r approval.Runtime) map[string]any {
 			d[k] = v
 		}
 	}
+	return d
+}
+
+// withPreImages adds to an audit detail the SHA-256 of each file whose diff
+// the item shows as the runtime read it (hashes only: never a path or
+// contents), so that an item asked again after a file changed shows the
+// drift beside the first one. d unchanged when there are none.
+func withPreImages(d map[string]any, diff *approval.DiffPreview) map[string]any {
+	h := diff.PreImageHashes()
+	if len(h) == 0 {
+		return d
+	}
+	if d == nil {
+		d = map[string]any{}
+	}
+	d["pre_images"] = h
 	return d
 }
 

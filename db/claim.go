@@ -51,7 +51,7 @@ func (d *DB) Claim(ctx context.Context, key APIKey, id, callID, digest string) (
 		if out.DecidedBy, err = decidedBy(ctx, tx, out); err != nil {
 			return err
 		}
-		if err := RecordAudit(ctx, tx, auditForApproval(out, key.Actor(), approval.ActionClaimed, nil)); err != nil {
+		if err := RecordAudit(ctx, tx, auditForApproval(out, key.Actor(), approval.ActionClaimed, withPreImages(nil, out.Diff))); err != nil {
 			return err
 		}
 		return notify(ctx, tx, changeOf(a))

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -245,6 +247,65 @@ func claudeCodeScenarios(t *testing.T, s *agentSetup) {
 		}
 	})
 
+	// Issue 41: the file changes while the card waits. The approved edit
+	// does not run on the new file; a new card shows the new diff, and the
+	// audit shows the drift by the files' hashes.
+	t.Run("FileChangedWhileTheCardWaits", func(t *testing.T) {
+		before, after := "alpha\nbeta\n", "alpha\nbeta\ngamma: written while the card waited\n"
+		s.prepareWork = func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "drift.txt"), []byte(before), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer func() { s.prepareWork = nil }()
+		c := s.startClaude(t, s.e.BaseURL,
+			toolCall{"Read", `{"file_path":"drift.txt"}`},
+			toolCall{"Edit", `{"file_path":"drift.txt","old_string":"beta","new_string":"BETA"}`})
+		callID := s.pendingItem(t, c.cliRun, "claude-code", "Edit")
+		if err := os.WriteFile(filepath.Join(c.work, "drift.txt"), []byte(after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.decide(t, callID, "approve", "")
+		again := callID + "-changed"
+		for deadline := time.Now().Add(60 * time.Second); s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND status = 'pending'`, again) != 1; {
+			if time.Now().After(deadline) {
+				t.Fatal("no new card after the file changed")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		c.wait(t)
+		if b, err := os.ReadFile(filepath.Join(c.work, "drift.txt")); err != nil || string(b) != after {
+			t.Fatalf("drift.txt is %q, want it as changed and not edited (%v)", b, err)
+		}
+		got, isErr := c.toolResult(t, 1)
+		t.Logf("Edit result: %s", got)
+		if !isErr || !strings.Contains(got, "changed after you approved") {
+			t.Fatalf("the Edit's result %s (error %v)", got, isErr)
+		}
+		var diff, reason string
+		if err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT context_diff::text, agent_reason FROM approvals WHERE call_id = $1`, again).Scan(&diff, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(diff, "gamma: written while the card waited") || !strings.Contains(diff, sha256Hex(after)) {
+			t.Fatalf("the new card does not show the file as it is now: %s", diff)
+		}
+		if !strings.Contains(reason, "changed after the first approval") || !strings.Contains(reason, sha256Hex(before)[:12]) ||
+			!strings.Contains(reason, sha256Hex(after)[:12]) {
+			t.Fatalf("the new card's reason %q", reason)
+		}
+		// Activity: the first item claimed with the old hash, the new one
+		// requested with the new hash.
+		if n := s.count(t, `SELECT count(*) FROM audit_events e JOIN approvals a ON a.id::text = e.approval_id::text
+			WHERE a.call_id = $1 AND e.action = 'claimed' AND e.detail->'pre_images' = to_jsonb(ARRAY[$2::text])`, callID, sha256Hex(before)); n != 1 {
+			t.Fatal("the first item's claim line does not carry the old hash")
+		}
+		if n := s.count(t, `SELECT count(*) FROM audit_events e JOIN approvals a ON a.id::text = e.approval_id::text
+			WHERE a.call_id = $1 AND e.action = 'approval requested' AND e.detail->'pre_images' = to_jsonb(ARRAY[$2::text])`, again, sha256Hex(after)); n != 1 {
+			t.Fatal("the new item's request line does not carry the new hash")
+		}
+		s.decide(t, again, "reject", "not now")
+	})
+
 	t.Run("UnreachableRunsNothingAndKeepsTheKey", func(t *testing.T) {
 		c := s.startClaude(t, s.closed,
 			toolCall{"Bash", `{"command":"echo ran >> out.txt","description":"Write the marker"}`},
@@ -279,4 +340,9 @@ func claudeCodeScenarios(t *testing.T, s *agentSetup) {
 			t.Fatalf("the API key is in %v", files)
 		}
 	})
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

@@ -248,7 +248,13 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if a.ProofPasskey != "" {
 		proof = "passkey"
 	}
-	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), Proof: proof, DecidedBy: a.DecidedBy})
+	// The pre-image hashes were part of what the person approved (issue
+	// 41): a runtime compares them with the files it is about to change.
+	pre := a.Diff.PreImages()
+	if pre == nil {
+		pre = []approval.PreImage{}
+	}
+	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), Proof: proof, DecidedBy: a.DecidedBy, PreImages: pre})
 }
 
 // claimJSON is a claim's answer: the item, how it was approved, and who
@@ -257,6 +263,9 @@ type claimJSON struct {
 	approvalJSON
 	Proof     string   `json:"proof"`
 	DecidedBy []string `json:"decided_by"`
+	// PreImages are the SHA-256 of each file as the runtime read it for the
+	// diff the person approved; [] when the item has none.
+	PreImages []approval.PreImage `json:"pre_images"`
 }
 
 type cancelBody struct {

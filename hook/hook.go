@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -158,11 +159,16 @@ func decide(ctx context.Context, cfg Config, start time.Time, stdin io.Reader) (
 	if err != nil {
 		return nil, failure(cfg.Client.BaseURL, err)
 	}
+	if out.Allowed && out.Via == "person" && !approvedAsSent(call.Context, out.PreImages) {
+		// The server says the person approved other files' contents than
+		// the diff this hook sent: not the edit about to run.
+		return d.answer(deny, "Countersign's approval names other file contents than the diff this call sent, so the call did not run. Make the call again to be asked anew.")
+	}
 	if out.Allowed && out.Via == "person" && len(pre) > 0 {
 		// The person approved the diff of the files as they were read: a
 		// file changed since would take an edit nobody saw.
 		if p := changedSince(in.Cwd, cfg.Files, pre, start.Add(cfg.Wait)); p != "" {
-			return d.answer(deny, askAgain(ctx, cfg, in, call, p, start))
+			return d.answer(deny, askAgain(ctx, cfg, in, call, p, pre[p], start))
 		}
 	}
 	switch {
@@ -178,16 +184,56 @@ func decide(ctx context.Context, cfg Config, start time.Time, stdin io.Reader) (
 // they are now, and is the deny's reason: the file changed after the
 // approval. The new item has a call id of its own (the approved one is
 // used up); the agent's retry of the same call attaches to it.
-func askAgain(ctx context.Context, cfg Config, in Input, call client.Call, path string, start time.Time) string {
+func askAgain(ctx context.Context, cfg Config, in Input, call client.Call, path, was string, start time.Time) string {
 	msg := "The file " + path + " changed after you approved — asking again"
 	again := call
 	again.CallID = call.CallID + "-changed"
-	again.Context, _ = contextOf(in, cfg.Files, time.Now().Add(min(diffShare(cfg.Wait), max(time.Until(start.Add(cfg.Wait))/2, 0))), cfg.Client.APIKey)
+	var now map[string]string
+	again.Context, now = contextOf(in, cfg.Files, time.Now().Add(min(diffShare(cfg.Wait), max(time.Until(start.Add(cfg.Wait))/2, 0))), cfg.Client.APIKey)
+	again.Reason = driftReason(was, now[path], call.Reason)
 	out, err := cfg.Client.GateWithin(ctx, again, time.Millisecond)
 	if err == nil && out.URL != "" {
 		msg += " at " + out.URL
 	}
 	return msg + ". The call did not run; make the same call again to run it once the new diff is approved."
+}
+
+// DriftNote starts the reason of the item a changed file asks again with:
+// the card and the audit say why this call is asked twice.
+const DriftNote = "The file changed after the first approval"
+
+// driftReason is the new item's reason: the drift, by the file's SHA-256
+// before and after (hashes only, never contents), then the agent's own
+// words when both fit in a reason.
+func driftReason(was, now, words string) string {
+	short := func(h string) string {
+		if h == "" {
+			return "none"
+		}
+		return h[:min(len(h), 12)] + "…"
+	}
+	note := DriftNote + " (sha256 " + short(was) + " → " + short(now) + ")."
+	if words == "" {
+		return note
+	}
+	if both := note + "\n\n" + words; approval.CheckFields(approval.Field{Name: "reason", Value: both, Rule: approval.RuleReason}) == nil {
+		return both
+	}
+	return note
+}
+
+// approvedAsSent reports whether the pre-image hashes the claim says the
+// person approved are those of the diff this hook sent (nil: a server that
+// does not say, not checked).
+func approvedAsSent(sent *client.CallContext, approved []approval.PreImage) bool {
+	if approved == nil {
+		return true
+	}
+	var want []approval.PreImage
+	if sent != nil {
+		want = approval.PreviewDiff(sent.Diff).PreImages()
+	}
+	return slices.Equal(want, approved)
 }
 
 // personWait leaves time after the person's answer for the claim.

@@ -84,6 +84,20 @@ func TestVoteOfLeaverNotCounted(t *testing.T) {
 	if got.Status != approval.StatusPending || got.ApprovalsIn != 1 {
 		t.Fatalf("after Fiona, Finn having left: %s with %d approvals, want pending with 1", got.Status, got.ApprovalsIn)
 	}
+	// The card names whom the count counts: Fiona, not Finn.
+	votes, err := f.store.VotesOn(ctx, []string{a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted []string
+	for _, v := range votes[a.ID] {
+		if v.Counts {
+			counted = append(counted, v.Subject)
+		}
+	}
+	if len(counted) != 1 || counted[0] != f.fiona.Subject {
+		t.Fatalf("votes counted on the card: %v, want Fiona's alone", counted)
+	}
 	got, err = f.store.Decide(ctx, a.ID, frank, approval.Approve, "")
 	if err != nil || got.Status != approval.StatusApproved || got.ApprovalsIn != 2 {
 		t.Fatalf("Frank: %v %s %d, want approved with 2", err, got.Status, got.ApprovalsIn)

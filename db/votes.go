@@ -15,6 +15,10 @@ type Vote struct {
 	Subject    string `db:"subject"`
 	Name       string `db:"name"`
 	Decision   string `db:"decision"`
+	// Counts: the vote counts toward its item's quorum, by the one rule
+	// that counts approvals (countersign_vote_counts, or the count kept
+	// when the quorum was met), so a card names exactly whom it counts.
+	Counts bool `db:"counts"`
 }
 
 // errAlreadyVoted refuses a second answer of one person to one item: a
@@ -145,8 +149,10 @@ func (d *DB) VotesOn(ctx context.Context, ids []string) (map[string][]Vote, erro
 	}
 	rows, err := d.Pool.Query(ctx, `SELECT v.approval::text AS approval, v.subject,
 		COALESCE((SELECT COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject) FROM users u WHERE u.subject = v.subject
-			ORDER BY u.id LIMIT 1), v.subject) AS name, v.decision
-		FROM approval_votes v WHERE v.approval = ANY($1::uuid[]) ORDER BY v.at, v.subject`, ids)
+			ORDER BY u.id LIMIT 1), v.subject) AS name, v.decision,
+		v.decision = 'approve' AND COALESCE(v.counted, countersign_vote_counts(a, v)) AS counts
+		FROM approval_votes v JOIN approvals a ON a.id = v.approval
+		WHERE v.approval = ANY($1::uuid[]) ORDER BY v.at, v.subject`, ids)
 	if err != nil {
 		return nil, translate("votes", err)
 	}

@@ -43,9 +43,12 @@ func (h *Handler) decidersOf(ctx context.Context, a db.Approval, viewer string) 
 			if vt.Decision != "approve" {
 				continue
 			}
-			v.Approvers = append(v.Approvers, vt.Name)
 			if vt.Subject == viewer {
 				v.YouApproved = true
+			}
+			if vt.Counts {
+				// Named as counted, like the count beside the names.
+				v.Approvers = append(v.Approvers, vt.Name)
 			}
 		}
 	}

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// openAIAgentsScenarios drives @openai/agents with the adapter
+// (sdk/typescript/e2e/openai-agents.mjs).
+func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
+	const script = "openai-agents.mjs"
+	sendEmail := toolCall{Name: "send_email", Input: `{"to":"finance@acme.example","subject":"Invoice 7"}`}
+	run := func(t *testing.T, model, scenario string, extra ...string) (*nodeRun, string) {
+		effectsFile := filepath.Join(t.TempDir(), "effects")
+		env := append([]string{"MODEL=" + model, "CONVERSATION=conv-" + model, "EFFECTS_FILE=" + effectsFile}, extra...)
+		return s.start(t, script, scenario, env...), effectsFile
+	}
+
+	t.Run("ApproveRunsOnce", func(t *testing.T) {
+		model := "agents-approve"
+		s.model.script(model, sendEmail)
+		r, file := run(t, model, "run")
+		callID := s.model.callID(model, 0)
+		s.decide(t, callID, "approve", "")
+		said := r.finish(t)
+		if got := effects(t, file); len(got) != 1 {
+			t.Fatalf("the tool ran %d times, want once: %q", len(got), got)
+		}
+		if said["interruptions"] != `["send_email"]` || said["final"] != `"`+closing+`"` {
+			t.Fatalf("the run: %v", said)
+		}
+		if out := s.model.toolOutputs(t, model)[callID]; out != "sent to finance@acme.example" {
+			t.Fatalf("the model was sent %q, want the tool's own output", out)
+		}
+		if got := s.status(t, callID); got != "consumed" {
+			t.Fatalf("the approval is %q, want consumed (claimed before the tool ran)", got)
+		}
+	})
+
+	t.Run("RejectWithWords", func(t *testing.T) {
+		model := "agents-reject"
+		s.model.script(model, sendEmail)
+		r, file := run(t, model, "run")
+		callID := s.model.callID(model, 0)
+		s.decide(t, callID, "reject", rejectWords)
+		r.finish(t)
+		if got := effects(t, file); len(got) != 0 {
+			t.Fatalf("a rejected tool ran: %q", got)
+		}
+		saw := decodeSaw(t, s.model.toolOutputs(t, model)[callID])
+		if saw.Code != "approval_denied" || saw.UserWords != rejectWords || !strings.Contains(saw.Message, rejectWords) {
+			t.Fatalf("the model's next request carried %+v, want approval_denied with the person's words %q", saw, rejectWords)
+		}
+	})
+
+	t.Run("RestartResumeReplay", func(t *testing.T) {
+		model := "agents-restart"
+		s.model.script(model, sendEmail)
+		dir := t.TempDir()
+		files := []string{"STATE_FILE=" + filepath.Join(dir, "state.json"), "RESUMED_FILE=" + filepath.Join(dir, "resumed.json")}
+		effectsFile := filepath.Join(dir, "effects")
+		env := append([]string{"MODEL=" + model, "CONVERSATION=conv-" + model, "EFFECTS_FILE=" + effectsFile}, files...)
+		callID := s.model.callID(model, 0)
+
+		said := s.start(t, script, "start", env...).finish(t)
+		if said["pending"] != "1" || s.status(t, callID) != "pending" {
+			t.Fatalf("the first process did not leave the call pending: %v, item %q", said, s.status(t, callID))
+		}
+		// The program is gone; the person approves.
+		s.decide(t, callID, "approve", "")
+		said = s.start(t, script, "resume", env...).finish(t)
+		if got := effects(t, effectsFile); len(got) != 1 || said["pending"] != "0" || said["final"] != `"`+closing+`"` {
+			t.Fatalf("the resumed process: the tool ran %d times (want once), %v", len(got), said)
+		}
+		// The same resumed state again: the claim refuses, nothing runs.
+		s.start(t, script, "replay", env...).finish(t)
+		if got := effects(t, effectsFile); len(got) != 1 {
+			t.Fatalf("a replayed state ran the tool again: %d runs", len(got))
+		}
+		if saw := decodeSaw(t, s.model.toolOutputs(t, model)[callID]); saw.Code != "already_consumed" {
+			t.Fatalf("the replay told the model %+v, want already_consumed", saw)
+		}
+		if n := s.items(t, "conv-"+model); n != 1 {
+			t.Fatalf("the conversation has %d items, want the one question", n)
+		}
+	})
+
+	t.Run("NestedAgentApprovalOnOuterRun", func(t *testing.T) {
+		model := "agents-nested"
+		s.model.script(model, toolCall{Name: "mailer", Input: `{"input":"Send invoice 7 to finance."}`})
+		s.model.script(model+"-inner", sendEmail)
+		r, file := run(t, model, "nested")
+		callID := s.model.callID(model+"-inner", 0)
+		s.decide(t, callID, "approve", "")
+		said := r.finish(t)
+		if said["interruptions"] != `["send_email"]` {
+			t.Fatalf("the inner agent's approval did not surface on the outer run: %v", said)
+		}
+		if got := effects(t, file); len(got) != 1 {
+			t.Fatalf("the nested tool ran %d times, want once", len(got))
+		}
+		if got := s.status(t, callID); got != "consumed" {
+			t.Fatalf("the nested approval is %q, want consumed", got)
+		}
+	})
+}

@@ -36,6 +36,7 @@ type frameworkSetup struct {
 func TestFrameworkAdapters(t *testing.T) {
 	s := newFrameworkSetup(t)
 	t.Run("OpenAIAgents", func(t *testing.T) { openAIAgentsScenarios(t, s) })
+	t.Run("AISDK", func(t *testing.T) { s.approvalScenarios(t, "ai-sdk.mjs", "aisdk") })
 }
 
 func newFrameworkSetup(t *testing.T) *frameworkSetup {
@@ -43,7 +44,7 @@ func newFrameworkSetup(t *testing.T) *frameworkSetup {
 	node, err := exec.LookPath("node")
 	dir, _ := filepath.Abs("../sdk/typescript")
 	if err == nil {
-		for _, p := range []string{"node_modules/@openai/agents", "dist/openai-agents.js"} {
+		for _, p := range []string{"node_modules/@openai/agents", "dist/openai-agents.js", "dist/ai-sdk.js"} {
 			if _, err = os.Stat(filepath.Join(dir, p)); err != nil {
 				break
 			}

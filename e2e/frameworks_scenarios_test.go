@@ -7,9 +7,19 @@ import (
 )
 
 // openAIAgentsScenarios drives @openai/agents with the adapter
-// (sdk/typescript/e2e/openai-agents.mjs).
+// (sdk/typescript/e2e/openai-agents.mjs): the scenarios every framework
+// has, and an approval raised by an agent used as a tool.
 func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
-	const script = "openai-agents.mjs"
+	s.approvalScenarios(t, "openai-agents.mjs", "agents")
+	nestedAgentScenario(t, s)
+}
+
+// approvalScenarios are what every framework's script must pass: approve →
+// the tool runs once, after the claim; reject with words → the tool does
+// not run and the words reach the model; the process stops while pending,
+// the person approves, a new process resumes from the saved state and the
+// tool runs once; the same resumed state replayed runs nothing.
+func (s *frameworkSetup) approvalScenarios(t *testing.T, script, prefix string) {
 	sendEmail := toolCall{Name: "send_email", Input: `{"to":"finance@acme.example","subject":"Invoice 7"}`}
 	run := func(t *testing.T, model, scenario string, extra ...string) (*nodeRun, string) {
 		effectsFile := filepath.Join(t.TempDir(), "effects")
@@ -18,7 +28,7 @@ func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
 	}
 
 	t.Run("ApproveRunsOnce", func(t *testing.T) {
-		model := "agents-approve"
+		model := prefix + "-approve"
 		s.model.script(model, sendEmail)
 		r, file := run(t, model, "run")
 		callID := s.model.callID(model, 0)
@@ -39,7 +49,7 @@ func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
 	})
 
 	t.Run("RejectWithWords", func(t *testing.T) {
-		model := "agents-reject"
+		model := prefix + "-reject"
 		s.model.script(model, sendEmail)
 		r, file := run(t, model, "run")
 		callID := s.model.callID(model, 0)
@@ -55,7 +65,7 @@ func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
 	})
 
 	t.Run("RestartResumeReplay", func(t *testing.T) {
-		model := "agents-restart"
+		model := prefix + "-restart"
 		s.model.script(model, sendEmail)
 		dir := t.TempDir()
 		files := []string{"STATE_FILE=" + filepath.Join(dir, "state.json"), "RESUMED_FILE=" + filepath.Join(dir, "resumed.json")}
@@ -86,18 +96,25 @@ func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
 		}
 	})
 
+}
+
+// nestedAgentScenario: the tool belongs to an agent used as a tool; its
+// approval surfaces on the outer run and is resolved there.
+func nestedAgentScenario(t *testing.T, s *frameworkSetup) {
+	sendEmail := toolCall{Name: "send_email", Input: `{"to":"finance@acme.example","subject":"Invoice 7"}`}
 	t.Run("NestedAgentApprovalOnOuterRun", func(t *testing.T) {
 		model := "agents-nested"
+		effectsFile := filepath.Join(t.TempDir(), "effects")
 		s.model.script(model, toolCall{Name: "mailer", Input: `{"input":"Send invoice 7 to finance."}`})
 		s.model.script(model+"-inner", sendEmail)
-		r, file := run(t, model, "nested")
+		r := s.start(t, "openai-agents.mjs", "nested", "MODEL="+model, "CONVERSATION=conv-"+model, "EFFECTS_FILE="+effectsFile)
 		callID := s.model.callID(model+"-inner", 0)
 		s.decide(t, callID, "approve", "")
 		said := r.finish(t)
 		if said["interruptions"] != `["send_email"]` {
 			t.Fatalf("the inner agent's approval did not surface on the outer run: %v", said)
 		}
-		if got := effects(t, file); len(got) != 1 {
+		if got := effects(t, effectsFile); len(got) != 1 {
 			t.Fatalf("the nested tool ran %d times, want once", len(got))
 		}
 		if got := s.status(t, callID); got != "consumed" {

@@ -19,11 +19,11 @@ func openAIAgentsScenarios(t *testing.T, s *frameworkSetup) {
 // not run and the words reach the model; the process stops while pending,
 // the person approves, a new process resumes from the saved state and the
 // tool runs once; the same resumed state replayed runs nothing.
-func (s *frameworkSetup) approvalScenarios(t *testing.T, script, prefix string) {
+func (s *frameworkSetup) approvalScenarios(t *testing.T, script, prefix string, common ...string) {
 	sendEmail := toolCall{Name: "send_email", Input: `{"to":"finance@acme.example","subject":"Invoice 7"}`}
 	run := func(t *testing.T, model, scenario string, extra ...string) (*nodeRun, string) {
 		effectsFile := filepath.Join(t.TempDir(), "effects")
-		env := append([]string{"MODEL=" + model, "CONVERSATION=conv-" + model, "EFFECTS_FILE=" + effectsFile}, extra...)
+		env := append([]string{"MODEL=" + model, "CONVERSATION=conv-" + model, "EFFECTS_FILE=" + effectsFile}, append(common, extra...)...)
 		return s.start(t, script, scenario, env...), effectsFile
 	}
 
@@ -70,7 +70,7 @@ func (s *frameworkSetup) approvalScenarios(t *testing.T, script, prefix string) 
 		dir := t.TempDir()
 		files := []string{"STATE_FILE=" + filepath.Join(dir, "state.json"), "RESUMED_FILE=" + filepath.Join(dir, "resumed.json")}
 		effectsFile := filepath.Join(dir, "effects")
-		env := append([]string{"MODEL=" + model, "CONVERSATION=conv-" + model, "EFFECTS_FILE=" + effectsFile}, files...)
+		env := append([]string{"MODEL=" + model, "CONVERSATION=conv-" + model, "EFFECTS_FILE=" + effectsFile}, append(common, files...)...)
 		callID := s.model.callID(model, 0)
 
 		said := s.start(t, script, "start", env...).finish(t)

@@ -37,6 +37,10 @@ func TestFrameworkAdapters(t *testing.T) {
 	s := newFrameworkSetup(t)
 	t.Run("OpenAIAgents", func(t *testing.T) { openAIAgentsScenarios(t, s) })
 	t.Run("AISDK", func(t *testing.T) { s.approvalScenarios(t, "ai-sdk.mjs", "aisdk") })
+	t.Run("LangGraph", func(t *testing.T) {
+		// The checkpoints live in a database of their own, as a program's would.
+		s.approvalScenarios(t, "langgraph.mjs", "langgraph", "CHECKPOINT_DATABASE_URL="+testenv.NewDatabase(t))
+	})
 }
 
 func newFrameworkSetup(t *testing.T) *frameworkSetup {
@@ -44,7 +48,7 @@ func newFrameworkSetup(t *testing.T) *frameworkSetup {
 	node, err := exec.LookPath("node")
 	dir, _ := filepath.Abs("../sdk/typescript")
 	if err == nil {
-		for _, p := range []string{"node_modules/@openai/agents", "dist/openai-agents.js", "dist/ai-sdk.js"} {
+		for _, p := range []string{"node_modules/@openai/agents", "dist/openai-agents.js", "dist/ai-sdk.js", "dist/langgraph.js"} {
 			if _, err = os.Stat(filepath.Join(dir, p)); err != nil {
 				break
 			}

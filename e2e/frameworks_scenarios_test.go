@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +62,27 @@ func (s *frameworkSetup) approvalScenarios(t *testing.T, script, prefix string, 
 		saw := decodeSaw(t, s.model.toolOutputs(t, model)[callID])
 		if saw.Code != "approval_denied" || saw.UserWords != rejectWords || !strings.Contains(saw.Message, rejectWords) {
 			t.Fatalf("the model's next request carried %+v, want approval_denied with the person's words %q", saw, rejectWords)
+		}
+	})
+
+	t.Run("FailsClosed", func(t *testing.T) {
+		// Countersign cannot be reached: the tool does not run, and the
+		// model is told policy_unavailable.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := "http://" + ln.Addr().String()
+		_ = ln.Close()
+		model := prefix + "-unreachable"
+		s.model.script(model, sendEmail)
+		r, file := run(t, model, "run", "FAIL_CLOSED=1", "COUNTERSIGN_URL="+closed)
+		r.finish(t)
+		if got := effects(t, file); len(got) != 0 {
+			t.Fatalf("the tool ran without Countersign: %q", got)
+		}
+		if saw := decodeSaw(t, s.model.toolOutputs(t, model)[s.model.callID(model, 0)]); saw.Code != "policy_unavailable" {
+			t.Fatalf("the model was told %+v, want policy_unavailable", saw)
 		}
 	})
 

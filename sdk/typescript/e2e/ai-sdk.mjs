@@ -3,7 +3,7 @@
 // Scenarios as in openai-agents.mjs (run, start, resume, replay); the
 // persisted state is the messages, as a program keeps them.
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
-import { generateText, tool } from "ai";
+import { generateText, stepCountIs, tool } from "ai";
 import { createOpenAI } from "@ai-sdk/openai";
 import { z } from "zod";
 import { Countersign } from "../dist/index.js";
@@ -15,7 +15,8 @@ const openai = createOpenAI({ baseURL: env("MODEL_URL") + "/v1", apiKey: "test-k
 const model = openai.responses(env("MODEL"));
 
 const cs = new Countersign();
-await cs.syncConnector("mail", "Mail", [{ name: "send_email", display_name: "Send email",
+// FAIL_CLOSED: Countersign is unreachable; the catalog is synced already.
+if (!process.env.FAIL_CLOSED) await cs.syncConnector("mail", "Mail", [{ name: "send_email", display_name: "Send email",
   annotations: { destructiveHint: false, openWorldHint: true } }]);
 const gate = countersignAISDK({ countersign: cs, user: "demo-member", connector: "mail",
   conversationId: env("CONVERSATION"), turnId: "turn-1" });
@@ -32,7 +33,7 @@ const tools = gate.tools({
 });
 
 const say = (what, v) => console.log(what + " " + JSON.stringify(v));
-const generate = (messages) => generateText({ model, tools, toolApproval: gate.toolApproval, messages, maxRetries: 0 });
+const generate = (messages) => generateText({ model, tools, toolApproval: gate.toolApproval, messages, maxRetries: 0, stopWhen: stepCountIs(5) });
 const requests = (result) => result.content.filter((p) => p.type === "tool-approval-request").map((p) => p.toolCall.toolName);
 
 switch (scenario) {

@@ -16,7 +16,8 @@ const env = (name) => process.env[name] ?? (() => { throw new Error(`${name} is 
 const scenario = process.argv[2];
 
 const cs = new Countersign();
-await cs.syncConnector("mail", "Mail", [{ name: "send_email", display_name: "Send email",
+// FAIL_CLOSED: Countersign is unreachable; the catalog is synced already.
+if (!process.env.FAIL_CLOSED) await cs.syncConnector("mail", "Mail", [{ name: "send_email", display_name: "Send email",
   annotations: { destructiveHint: false, openWorldHint: true } }]);
 const gate = countersignLangGraph({ countersign: cs, user: "demo-member", connector: "mail" });
 

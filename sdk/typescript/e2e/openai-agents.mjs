@@ -25,7 +25,8 @@ setOpenAIAPI("responses");
 setDefaultOpenAIClient(new OpenAI({ baseURL: env("MODEL_URL") + "/v1", apiKey: "test-key", maxRetries: 0 }));
 
 const cs = new Countersign();
-await cs.syncConnector("mail", "Mail", [{ name: "send_email", display_name: "Send email",
+// FAIL_CLOSED: Countersign is unreachable; the catalog is synced already.
+if (!process.env.FAIL_CLOSED) await cs.syncConnector("mail", "Mail", [{ name: "send_email", display_name: "Send email",
   annotations: { destructiveHint: false, openWorldHint: true } }]);
 const gate = countersignAgents({ countersign: cs, user: "demo-member", connector: "mail" });
 

@@ -135,7 +135,9 @@ func (s *frameworkSetup) decide(t *testing.T, callID, decision, words string) {
 	card := cardFor(t, s.tab, s.e, callID)
 	var actions []chromedp.Action[chromedp.Void]
 	if words != "" {
-		actions = append(actions, chromedp.SendKeys(chromedp.CSS(card+` textarea`), words))
+		// Set as a paste would: chromedp's key events cannot type the
+		// invisible characters the words carry.
+		actions = append(actions, chromedp.SetValue(chromedp.CSS(card+` textarea`), words))
 	}
 	actions = append(actions, chromedp.Click(chromedp.CSS(card+` button[value="`+decision+`"]`)))
 	if err := chromedp.Do(s.tab, actions...); err != nil {
@@ -210,9 +212,10 @@ func decodeSaw(t *testing.T, output string) modelSaw {
 	return v
 }
 
-// rejectWords are the person's words on a rejection: quotes, a line's worth
-// of punctuation and a non-ASCII character, carried whole to the model.
-const rejectWords = `Use the "billing" alias — not finance@, please`
+// rejectWords are the person's words on a rejection: quotes, a non-ASCII
+// character, a zero-width space and a right-to-left override, carried whole
+// to the model (never cut, reordered or stripped).
+const rejectWords = "Use the \"billing\" alias — not finance@,\u200b please \u202egnp.exe"
 
 // lockedBuilder lets stdout and stderr share one builder.
 type lockedBuilder struct {

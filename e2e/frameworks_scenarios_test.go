@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // openAIAgentsScenarios drives @openai/agents with the adapter
@@ -33,10 +34,17 @@ func (s *frameworkSetup) approvalScenarios(t *testing.T, script, prefix string, 
 		s.model.script(model, sendEmail)
 		r, file := run(t, model, "run")
 		callID := s.model.callID(model, 0)
+		// The person takes a moment: the runtime waits live, on one
+		// long-poll the server holds, not by asking again and again.
+		s.waitStatus(t, callID, "pending")
+		time.Sleep(1500 * time.Millisecond)
 		s.decide(t, callID, "approve", "")
 		said := r.finish(t)
 		if got := effects(t, file); len(got) != 1 {
 			t.Fatalf("the tool ran %d times, want once: %q", len(got), got)
+		}
+		if n := strings.Count(s.e.Logs(), "method=GET path=/api/v1/approvals/"+s.approvalID(t, callID)+" "); n != 1 {
+			t.Fatalf("the runtime read the item %d times while the person decided, want one long-poll", n)
 		}
 		if said["interruptions"] != `["send_email"]` || said["final"] != `"`+closing+`"` {
 			t.Fatalf("the run: %v", said)

@@ -171,6 +171,16 @@ func (s *frameworkSetup) status(t *testing.T, callID string) string {
 	return got
 }
 
+// approvalID is the id of the call's item.
+func (s *frameworkSetup) approvalID(t *testing.T, callID string) string {
+	t.Helper()
+	var id string
+	if err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT id::text FROM approvals WHERE call_id = $1`, callID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // items counts the conversation's items.
 func (s *frameworkSetup) items(t *testing.T, conversation string) int {
 	t.Helper()

@@ -141,11 +141,15 @@ export class Countersign {
       for (;;) {
         const left = until - Date.now();
         const wait = Math.max(0, Math.min(this.#pollSeconds, Math.ceil(left / 1000)));
+        const asked = Date.now();
         const item = await this.#request("GET", `/api/v1/approvals/${encodeURIComponent(approvalId)}?wait=${wait}s`, undefined, opts.signal);
         if (item?.id !== approvalId || item.call_id !== callId) return refusedUnavailable();
         switch (item.status) {
           case "pending":
             if (Date.now() >= until) return { kind: "pending" };
+            // A long-poll the server answered at once (a proxy that does not
+            // hold requests): wait a little before the next, never spin.
+            await pause(asked + MIN_POLL_GAP_MS - Date.now(), opts.signal);
             continue;
           case "approved":
             return { kind: "approved", scope: str(item.scope) };
@@ -219,6 +223,16 @@ export function forModel(code: string, message: string, userWords?: string): str
 /** The answer for any failure: does not run, policy_unavailable. */
 export function unavailable(): CheckAnswer & { kind: "deny" } {
   return { kind: "deny", code: POLICY_UNAVAILABLE, message: UNAVAILABLE_MESSAGE };
+}
+
+const MIN_POLL_GAP_MS = 250;
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+  });
 }
 
 function refusedUnavailable(): Decision {

@@ -44,10 +44,14 @@ func (g *Gateway) offerTasks(m *jsonrpc.Response) *jsonrpc.Response {
 	return &jsonrpc.Response{ID: m.ID, Result: res}
 }
 
-// withTaskSupport is a tools/list answer with each tool that does not say
-// marked as callable as a task (execution.taskSupport "optional"), as MCP
-// asks before a client may task-augment a call. Only then is the answer
-// re-encoded; a tool that says already is left as it is.
+// withTaskSupport is a tools/list answer with each tool marked as
+// callable as a task (execution.taskSupport "optional"), as MCP asks
+// before a client may task-augment a call. The server has no tasks (or
+// the gateway would not offer its own), so its "forbidden" — what the
+// SDKs write for every tool of a server without tasks — says only that
+// the server cannot keep a task; the gateway keeps it, and the server gets
+// an ordinary call. Only then is the answer re-encoded; a tool marked
+// "required" is left as it is.
 func withTaskSupport(m *jsonrpc.Response) *jsonrpc.Response {
 	var r map[string]json.RawMessage
 	if json.Unmarshal(m.Result, &r) != nil {
@@ -63,7 +67,7 @@ func withTaskSupport(m *jsonrpc.Response) *jsonrpc.Response {
 				TaskSupport *string `json:"taskSupport"`
 			} `json:"execution"`
 		}
-		if json.Unmarshal(t, &has) != nil || has.Execution != nil && has.Execution.TaskSupport != nil {
+		if json.Unmarshal(t, &has) != nil || has.Execution != nil && has.Execution.TaskSupport != nil && *has.Execution.TaskSupport == "required" {
 			continue
 		}
 		if nt, err := withMember(t, "execution", func(e map[string]json.RawMessage) {

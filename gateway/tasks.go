@@ -234,6 +234,12 @@ func (g *Gateway) driveTask(ctx context.Context, id string) {
 			}
 			continue
 		}
+		if g.opt.Tasks.running(id) {
+			// Another process claimed the item (it reads as consumed
+			// here) or the client cancelled the task: that one ends it.
+			g.awaitRunner(ctx, id)
+			return
+		}
 		g.endTask(r, g.checkFailed(r.Call.Tool, r.Call, out, err))
 		return
 	}
@@ -326,6 +332,11 @@ func (g *Gateway) forwardTask(ctx context.Context, params json.RawMessage) *json
 	}
 	defer g.forget(req.ID)
 	req.Params = params
+	if b, err := marshalExact(map[string]any{"jsonrpc": "2.0", "id": req.ID.Raw(), "method": methodCallTool, "params": params}); err == nil {
+		// Written as these bytes: the arguments reach the server as the
+		// client sent them, not escaped again.
+		req.Extra = rawFrame(b)
+	}
 	conn, err := g.up.conn(ctx, methodCallTool)
 	if err != nil {
 		g.opt.Log.Error("upstream server unavailable", "err", err)

@@ -249,6 +249,12 @@ func (s *TaskStore) claimRun(id string) (bool, error) {
 	return true, err
 }
 
+// running: a process claimed the task to run (or cancel) it.
+func (s *TaskStore) running(id string) bool {
+	_, err := os.Stat(s.path(id, ".run"))
+	return err == nil
+}
+
 // runnerGone: the process that claimed the task to run it is known to be
 // gone (on this machine, no process by its id). A runner on another
 // machine, or one that cannot be told, is taken as alive.

@@ -80,27 +80,33 @@ const (
 	taskPollEvery  = time.Second // the pollInterval offered to clients
 )
 
-// OpenTaskStore opens (creating it, mode 0700) the task directory and
-// removes the tasks whose time to live has passed.
+// OpenTaskStore opens the task directory and removes the tasks whose
+// time to live has passed. The directory is made (mode 0700) with the
+// first task, so a gateway whose clients never ask for tasks leaves none.
 func OpenTaskStore(dir string) (*TaskStore, error) {
 	if dir == "" {
 		return nil, errors.New("gateway: no task directory")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("gateway: task directory: %w", err)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: task directory: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		// The tasks hold call arguments: nobody else may read or add
-		// them (an added task would be run once approved).
-		return nil, fmt.Errorf("gateway: the task directory %s is open to other users (mode %v); make it 0700", dir, fi.Mode().Perm())
-	}
 	s := &TaskStore{dir: dir, now: time.Now}
+	if err := s.check(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	s.sweep()
 	return s, nil
+}
+
+// check: the directory is there and nobody else may use it — the tasks
+// hold call arguments, and a task added by someone else would be run once
+// approved.
+func (s *TaskStore) check() error {
+	fi, err := os.Stat(s.dir)
+	if err != nil {
+		return fmt.Errorf("gateway: task directory: %w", err)
+	}
+	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("gateway: the task directory %s is open to other users (mode %v) or not a directory; make it a directory of mode 0700", s.dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // newTaskID is a task id: 128 random bits, hex.
@@ -138,6 +144,12 @@ func (s *TaskStore) save(r *taskRecord) error {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("gateway: task directory: %w", err)
+	}
+	if err := s.check(); err != nil {
 		return err
 	}
 	if err := writeFileAtomic(s.dir, s.path(r.TaskID, ".json"), b); err != nil {

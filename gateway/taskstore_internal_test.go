@@ -30,6 +30,9 @@ func openTestStore(t *testing.T) (*TaskStore, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("the directory was made before a task")
+	}
 	return s, dir
 }
 
@@ -136,6 +139,9 @@ func TestTaskStoreRunClaimedOnce(t *testing.T) {
 func TestTaskStoreRunnerGone(t *testing.T) {
 	s, _ := openTestStore(t)
 	r := testRecord(t)
+	if err := s.save(r); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		t.Skip("no true:", err)

@@ -138,7 +138,7 @@ func (g *Gateway) createTask(ctx context.Context, m *jsonrpc.Request, p taskPara
 	}
 	ttl := defaultTaskTTL
 	if p.Task != nil && p.Task.TTL != nil && *p.Task.TTL > 0 {
-		ttl = min(time.Duration(*p.Task.TTL)*time.Millisecond, maxTaskTTL)
+		ttl = min(max(time.Duration(*p.Task.TTL)*time.Millisecond, minTaskTTL), maxTaskTTL)
 	}
 	now := time.Now().UTC()
 	r := &taskRecord{TaskID: id, Connector: g.opt.Connector, User: g.opt.User, Status: taskWorking,
@@ -331,6 +331,10 @@ func (g *Gateway) forwardTask(ctx context.Context, params json.RawMessage) *json
 		return &jsonrpc.Response{Error: errUpstreamLost}
 	}
 	defer g.forget(req.ID)
+	if ctx.Err() != nil {
+		// The gateway is stopping: the call is not sent.
+		return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternal, Message: "countersign mcp stopped before it could send this call to the tool's server, so it did not run."}}
+	}
 	req.Params = params
 	if b, err := marshalExact(map[string]any{"jsonrpc": "2.0", "id": req.ID.Raw(), "method": methodCallTool, "params": params}); err == nil {
 		// Written as these bytes: the arguments reach the server as the

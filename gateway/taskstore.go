@@ -76,6 +76,7 @@ type taskRecord struct {
 // Task store limits.
 const (
 	defaultTaskTTL = 24 * time.Hour
+	minTaskTTL     = time.Minute
 	maxTaskTTL     = 7 * 24 * time.Hour
 	taskPollEvery  = time.Second // the pollInterval offered to clients
 )

@@ -289,7 +289,21 @@ func TestMCPTaskRejectedInChromium(t *testing.T) {
 	}
 }
 
+// The gateway process is killed between the task's creation and the
+// person's decision; the client starts a new one and asks about the same
+// task id. The person approves while no gateway runs, or once the new
+// process follows the task.
 func TestMCPTaskAcrossGatewayRestart(t *testing.T) {
+	for _, approveFirst := range []bool{true, false} {
+		name := "ApprovedWhileNoGatewayRuns"
+		if !approveFirst {
+			name = "ApprovedWhileTheNewProcessFollows"
+		}
+		t.Run(name, func(t *testing.T) { gatewayRestart(t, approveFirst) })
+	}
+}
+
+func gatewayRestart(t *testing.T, approveFirst bool) {
 	node := mcpNode(t)
 	e := testenv.NewEnv(t)
 	ctx := newTab(t)
@@ -323,22 +337,30 @@ func TestMCPTaskAcrossGatewayRestart(t *testing.T) {
 		t.Fatalf("task directory: %v %v", fi.Mode(), err)
 	}
 
-	// The gateway dies; the person approves while no gateway runs.
 	if err := syscall.Kill(created.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	for syscall.Kill(created.PID, 0) == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
-	decideInChromium(t, ctx, e.BaseURL+"/approvals/"+id, "approve", "")
-	if n := runs(t, log); n != 0 {
-		t.Fatalf("the call ran %d times with no gateway running", n)
+	link := e.BaseURL + "/approvals/" + id
+	if approveFirst {
+		decideInChromium(t, ctx, link, "approve", "")
+		if n := runs(t, log); n != 0 {
+			t.Fatalf("the call ran %d times with no gateway running", n)
+		}
 	}
 	if _, err := io.WriteString(c.stdin, "go on\n"); err != nil {
 		t.Fatal(err)
 	}
 	if r := c.until(t, "reconnected"); r.PID == 0 || r.PID == created.PID {
 		t.Fatalf("reconnected %+v", r)
+	}
+	if !approveFirst {
+		if s := c.until(t, "status"); s.Status != "working" || !strings.Contains(s.StatusMessage, link) {
+			t.Fatalf("the new process's first answer %+v", s)
+		}
+		decideInChromium(t, ctx, link, "approve", "")
 	}
 	last := c.rest(t)
 	if f := last["final"]; f.IsError || f.Text != "recorded: after a restart" || f.Related == nil || *f.Related != created.TaskID {

@@ -74,51 +74,123 @@ func (c *Client) GateNotify(ctx context.Context, call Call, maxWait time.Duratio
 	if maxWait > 0 {
 		stopAt = time.Now().Add(maxWait)
 	}
+	out, p, err := c.Check(ctx, call)
+	if p == nil {
+		return out, err
+	}
+	if pending != nil {
+		pending(Outcome{Code: CodeApprovalPending, ApprovalID: p.ApprovalID, URL: p.URL})
+	}
+	var left time.Duration
+	if !stopAt.IsZero() {
+		left = max(time.Until(stopAt), time.Nanosecond)
+	}
+	approved, out, err := c.Await(ctx, call, *p, left)
+	if !approved {
+		return out, err
+	}
+	if out.Scope != "" {
+		// The scope the person chose, as the wait reported it.
+		p.first = &approvalState{ID: p.ApprovalID, Scope: out.Scope}
+	}
+	return c.Claim(ctx, call, *p)
+}
+
+// Pending is an item a person must decide, as the check answered it:
+// what a runtime keeps to follow the item later, from another process
+// too (an MCP task picked up by a new gateway process).
+type Pending struct {
+	ApprovalID string `json:"approval_id"`
+	// ItemCallID is the call the item was opened for: the checked call's
+	// own id, or an earlier identical call's when the check attached.
+	ItemCallID string `json:"item_call_id"`
+	URL        string `json:"url,omitempty"` // the item's page, where the person decides
+	// GiveUp is when waiting on the item stays pointless: its expiry plus
+	// a grace for the server to report it (in one process by the
+	// monotonic clock, see giveUpAt).
+	GiveUp time.Time `json:"give_up"`
+
+	first *approvalState // the check's own answer, in the process that checked
+}
+
+// Check asks once whether call may run, without waiting. A person must
+// decide when the returned Pending is not nil; otherwise the Outcome is
+// the answer (allowed, or not allowed with a code), and the error, when
+// not nil, explains a policy_unavailable outcome for the logs.
+func (c *Client) Check(ctx context.Context, call Call) (Outcome, *Pending, error) {
 	var res checkResponse
 	asked := time.Now()
 	if err := c.do(ctx, http.MethodPost, "/api/v1/tool-calls", call, &res); err != nil {
-		return unavailable(call, ""), err
+		return unavailable(call, ""), nil, err
 	}
 	if res.CallID != call.CallID {
-		return unavailable(call, ""), fmt.Errorf("countersign: answer for call %q, not %q", res.CallID, call.CallID)
+		return unavailable(call, ""), nil, fmt.Errorf("countersign: answer for call %q, not %q", res.CallID, call.CallID)
 	}
 	switch res.Decision {
 	case "allow":
-		return Outcome{Allowed: true, Via: res.Via}, nil
+		return Outcome{Allowed: true, Via: res.Via}, nil, nil
 	case "deny":
 		var id string
 		if res.Approval != nil {
 			id = res.Approval.ID // the call sent again: its earlier item's end
 		}
-		return notAllowed(call, res.Code, res.Message, id)
+		out, err := notAllowed(call, res.Code, res.Message, id)
+		return out, nil, err
 	case "pending":
 		if res.Approval == nil || res.Approval.ID == "" {
-			return unavailable(call, ""), errors.New("countersign: pending answer without an approval")
+			return unavailable(call, ""), nil, errors.New("countersign: pending answer without an approval")
 		}
 	default:
-		return unavailable(call, ""), fmt.Errorf("countersign: unknown decision %q", res.Decision)
+		return unavailable(call, ""), nil, fmt.Errorf("countersign: unknown decision %q", res.Decision)
 	}
 	item, err := itemCall(call, res.Approval)
 	if err != nil {
-		return unavailable(call, res.Approval.ID), err
+		return unavailable(call, res.Approval.ID), nil, err
 	}
-	if pending != nil {
-		pending(Outcome{Code: CodeApprovalPending, ApprovalID: res.Approval.ID, URL: res.Approval.URL})
+	return Outcome{Code: CodeApprovalPending, ApprovalID: res.Approval.ID, URL: res.Approval.URL},
+		&Pending{ApprovalID: res.Approval.ID, ItemCallID: item, URL: res.Approval.URL, GiveUp: giveUpAt(asked, res.Approval), first: res.Approval}, nil
+}
+
+// Await waits on the item p until a person decided it or maxWait has
+// passed (0: until it settles). approved is true when the person
+// approved: the call may run only after Claim. Otherwise out is the
+// answer: approval_pending when the wait ended first, the item's end
+// (rejected, expired, cancelled) with its code, or policy_unavailable.
+func (c *Client) Await(ctx context.Context, call Call, p Pending, maxWait time.Duration) (approved bool, out Outcome, err error) {
+	var stopAt time.Time
+	if maxWait > 0 {
+		stopAt = time.Now().Add(maxWait)
 	}
-	st, err := c.wait(ctx, item, res.Approval, giveUpAt(asked, res.Approval), stopAt)
+	a := p.first
+	if a == nil {
+		// Picked up later: the item was pending when it was checked.
+		a = &approvalState{ID: p.ApprovalID, CallID: p.ItemCallID, Status: string(approval.StatusPending), URL: p.URL}
+	}
+	st, err := c.wait(ctx, p.ItemCallID, a, p.GiveUp, stopAt)
 	if err != nil {
-		return unavailable(call, res.Approval.ID), err
+		return false, unavailable(call, p.ApprovalID), err
 	}
 	switch st.Status {
 	case string(approval.StatusPending):
-		return stillPending(call, st), nil
+		return false, stillPending(call, st), nil
 	case string(approval.StatusApproved):
-		return c.claim(ctx, call, item, st)
+		return true, Outcome{Scope: st.Scope}, nil
 	case string(approval.StatusRejected), string(approval.StatusExpired), string(approval.StatusCancelled):
-		return notAllowed(call, st.Code, st.Message, st.ID)
+		out, err := notAllowed(call, st.Code, st.Message, st.ID)
+		return false, out, err
 	}
 	// consumed (by someone else) or a status this client does not know.
-	return unavailable(call, st.ID), fmt.Errorf("countersign: approval ended as %q", st.Status)
+	return false, unavailable(call, st.ID), fmt.Errorf("countersign: approval ended as %q", st.Status)
+}
+
+// Claim binds the approved item p to this very call (its id and the digest
+// of its arguments) before it runs: once only, whichever process asks.
+func (c *Client) Claim(ctx context.Context, call Call, p Pending) (Outcome, error) {
+	st := approvalState{ID: p.ApprovalID}
+	if p.first != nil {
+		st.Scope = p.first.Scope
+	}
+	return c.claim(ctx, call, p.ItemCallID, st)
 }
 
 // itemCall is the call id the item was opened for: this call's, or — only

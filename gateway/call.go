@@ -125,53 +125,75 @@ func (g *Gateway) call(ctx, hctx context.Context, m *jsonrpc.Request, p callPara
 			g.toClient(ctx, r)
 		}
 	}
-	args, ok := arguments(p.Arguments)
-	if !ok {
-		answer(resultAnswer(m.ID, client.Outcome{Code: client.CodePolicyUnavailable,
-			Message: "The arguments of this call are not a JSON object, so it was not run."}))
+	args, refusal := g.precheck(hctx, m, p)
+	if refusal != nil {
+		answer(refusal)
 		return
 	}
-	if len(args) > MaxArguments {
-		answer(resultAnswer(m.ID, client.Outcome{Code: CodeArgumentsTooLarge, Message: "The arguments of this call to " + p.Name +
-			" are " + strconv.Itoa(len(args)) + " bytes, more than the " + strconv.Itoa(MaxArguments) +
-			" bytes (1 MiB) Countersign accepts for approval, so it did not run. Do not make it again as it is; make the change in smaller calls."}))
-		return
-	}
-	if known, err := g.knownTool(hctx, p.Name); err == nil && !known {
-		// Not forwarded: a tool the server does not list may still be one
-		// it serves, and it would then run unchecked.
-		answer(errorAnswer(m.ID, codeInvalidParams, "Unknown tool: "+p.Name, CodeUnknownTool))
-		return
-	}
-	if why := g.toolRefused(p.Name); why != "" {
-		answer(resultAnswer(m.ID, client.Outcome{Code: CodeToolRefused, Message: "The tool " + strconv.Quote(p.Name) +
-			" of this server cannot be approved through Countersign, so its calls do not run: its " + g.redact(why) +
-			" Tell the user; the server's other tools work."}))
-		return
-	}
-	conv := g.conversation(p.Meta)
-	call := client.Call{CallID: g.callID(p.Meta), User: g.opt.User, ConversationID: conv,
-		TurnID: turnID(p.Name, args, time.Now()), Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args),
-		AttachToPending: true, Runtime: g.runtime()}
+	call := g.clientCall(p, args)
 	out, err := g.gate(hctx, m, p, call)
 	if !done() {
 		g.cancelItem(ctx, call)
 		return
 	}
-	if err != nil {
-		g.opt.Log.Warn("check failed; the call does not run", "tool", p.Name, "call_id", call.CallID, "err", g.redact(err.Error()))
-		if unreachable(err) {
-			out = client.Outcome{Code: CodeCountersignUnreachable, ApprovalID: out.ApprovalID,
-				Message: "Countersign, which approves this tool's calls, could not be reached or did not answer, so this call to " + p.Name +
-					" did not run. Tell the user; the same call can be made again once Countersign is reachable."}
-		}
-	}
+	out = g.checkFailed(p.Name, call, out, err)
 	if !out.Allowed {
-		out.Message = g.redact(g.byName(p.Name, out))
 		g.toClient(ctx, resultAnswer(m.ID, out))
 		return
 	}
 	g.up.send(ctx, m)
+}
+
+// precheck reads the call's arguments and tells the calls that are not
+// asked about at all: the answer to give, or nil and the arguments
+// (compact JSON text) to ask about.
+func (g *Gateway) precheck(ctx context.Context, m *jsonrpc.Request, p callParams) ([]byte, *jsonrpc.Response) {
+	args, ok := arguments(p.Arguments)
+	if !ok {
+		return nil, resultAnswer(m.ID, client.Outcome{Code: client.CodePolicyUnavailable,
+			Message: "The arguments of this call are not a JSON object, so it was not run."})
+	}
+	if len(args) > MaxArguments {
+		return nil, resultAnswer(m.ID, client.Outcome{Code: CodeArgumentsTooLarge, Message: "The arguments of this call to " + p.Name +
+			" are " + strconv.Itoa(len(args)) + " bytes, more than the " + strconv.Itoa(MaxArguments) +
+			" bytes (1 MiB) Countersign accepts for approval, so it did not run. Do not make it again as it is; make the change in smaller calls."})
+	}
+	if known, err := g.knownTool(ctx, p.Name); err == nil && !known {
+		// Not forwarded: a tool the server does not list may still be one
+		// it serves, and it would then run unchecked.
+		return nil, errorAnswer(m.ID, codeInvalidParams, "Unknown tool: "+p.Name, CodeUnknownTool)
+	}
+	if why := g.toolRefused(p.Name); why != "" {
+		return nil, resultAnswer(m.ID, client.Outcome{Code: CodeToolRefused, Message: "The tool " + strconv.Quote(p.Name) +
+			" of this server cannot be approved through Countersign, so its calls do not run: its " + g.redact(why) +
+			" Tell the user; the server's other tools work."})
+	}
+	return args, nil
+}
+
+// clientCall is what Countersign is asked about the call.
+func (g *Gateway) clientCall(p callParams, args []byte) client.Call {
+	return client.Call{CallID: g.callID(p.Meta), User: g.opt.User, ConversationID: g.conversation(p.Meta),
+		TurnID: turnID(p.Name, args, time.Now()), Connector: g.opt.Connector, Tool: p.Name, Arguments: string(args),
+		AttachToPending: true, Runtime: g.runtime()}
+}
+
+// checkFailed is out as the model is told it: a check that failed on the
+// way says Countersign could not be reached; a message of Countersign's
+// names the tool as the client does.
+func (g *Gateway) checkFailed(name string, call client.Call, out client.Outcome, err error) client.Outcome {
+	if err != nil {
+		g.opt.Log.Warn("check failed; the call does not run", "tool", name, "call_id", call.CallID, "err", g.redact(err.Error()))
+		if unreachable(err) {
+			out = client.Outcome{Code: CodeCountersignUnreachable, ApprovalID: out.ApprovalID,
+				Message: "Countersign, which approves this tool's calls, could not be reached or did not answer, so this call to " + name +
+					" did not run. Tell the user; the same call can be made again once Countersign is reachable."}
+		}
+	}
+	if !out.Allowed {
+		out.Message = g.redact(g.byName(name, out))
+	}
+	return out
 }
 
 // byName is out's message naming the tool by the name the client called

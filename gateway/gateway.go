@@ -69,8 +69,13 @@ type Options struct {
 	// either side (default DefaultMaxFrame). A larger request gets an error
 	// of its own and the session goes on.
 	MaxFrame int
-	Version  string // the gateway's version, for the log
-	Log      *slog.Logger
+	// Tasks, when set, keeps MCP tasks: a client that declares the tasks
+	// capability gets a task for a call that needs a person (see tasks.go),
+	// picked up by any gateway process with the same store. Nil: every
+	// client gets hold-and-retry.
+	Tasks   *TaskStore
+	Version string // the gateway's version, for the log
+	Log     *slog.Logger
 }
 
 // Gateway serves one MCP client in front of one upstream.
@@ -81,6 +86,9 @@ type Gateway struct {
 	ownSeq  atomic.Int64
 	synced  atomic.Bool
 	syncMu  sync.Mutex
+	// tasksOffered: the gateway told the client it serves tasks for
+	// tools/call (the client declared tasks, the server has none).
+	tasksOffered atomic.Bool
 
 	client mcp.Connection
 	up     *upstream
@@ -96,6 +104,7 @@ type Gateway struct {
 	held      map[string]*heldCall              // the client's tools/call being checked, by request id
 	own       map[string]chan *jsonrpc.Response // the gateway's own requests awaiting an answer
 	fwd       map[string]forwarded              // the client's requests at the upstream, by id
+	driving   map[string]context.CancelFunc     // the tasks this process follows, by task id
 }
 
 // New checks the options and fills in the defaults.
@@ -126,7 +135,8 @@ func New(opt Options) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{opt: opt, session: "mcp-" + hex.EncodeToString(b), held: map[string]*heldCall{},
-		own: map[string]chan *jsonrpc.Response{}, fwd: map[string]forwarded{}}
+		own: map[string]chan *jsonrpc.Response{}, fwd: map[string]forwarded{},
+		driving: map[string]context.CancelFunc{}}
 	g.up = &upstream{g: g, connect: opt.Upstream}
 	return g, nil
 }

@@ -41,6 +41,9 @@ const (
 type forwarded struct {
 	id     jsonrpc.ID
 	method string
+	// own, for a task's call the gateway forwarded itself, receives the
+	// answer (errUpstreamLost when the upstream stopped first).
+	own chan *jsonrpc.Response
 }
 
 // idKey tells ids apart by type too: the string "1" is not the number 1.
@@ -74,6 +77,10 @@ func (g *Gateway) fromClient(ctx context.Context, m *jsonrpc.Request) {
 		return
 	case methodCallTool:
 		if m.IsCall() {
+			if g.offersTasks() && taskAugmented(m.Params) {
+				g.startTask(ctx, m)
+				return
+			}
 			g.startCall(ctx, m)
 			return
 		}
@@ -87,6 +94,11 @@ func (g *Gateway) fromClient(ctx context.Context, m *jsonrpc.Request) {
 	case methodCancelled:
 		if g.cancelHeld(m) {
 			return // the upstream never saw that request
+		}
+	case methodTasksGet, methodTasksResult, methodTasksList, methodTasksCancel:
+		if g.offersTasks() && m.IsCall() {
+			g.taskRequest(ctx, m)
+			return
 		}
 	}
 	g.up.send(ctx, m)
@@ -120,6 +132,10 @@ func (g *Gateway) fromUpstream(ctx context.Context, msg jsonrpc.Message) {
 				// answers requests from now on.
 				go g.syncCatalog(ctx, true)
 			}
+			m = g.offerTasks(m)
+		}
+		if f.method == methodListTools && m.Error == nil && g.offersTasks() {
+			m = withTaskSupport(m)
 		}
 		g.toClient(ctx, m)
 	case *jsonrpc.Request:
@@ -146,6 +162,7 @@ func (g *Gateway) ownAnswer(m *jsonrpc.Response) bool {
 	g.mu.Lock()
 	ch := g.own[idKey(m.ID)]
 	delete(g.own, idKey(m.ID))
+	delete(g.fwd, idKey(m.ID)) // a task's call, forwarded by the gateway
 	g.mu.Unlock()
 	if ch != nil {
 		ch <- m
@@ -220,6 +237,7 @@ type initializeParams struct {
 		Elicitation *struct {
 			URL *json.RawMessage `json:"url"`
 		} `json:"elicitation"`
+		Tasks *json.RawMessage `json:"tasks"`
 	} `json:"capabilities"`
 	ClientInfo struct {
 		Name string `json:"name"`

@@ -151,7 +151,7 @@ func (u *upstream) send(ctx context.Context, m jsonrpc.Message) {
 	}
 	if call {
 		u.g.mu.Lock()
-		u.g.fwd[idKey(req.ID)] = forwarded{req.ID, req.Method}
+		u.g.fwd[idKey(req.ID)] = forwarded{id: req.ID, method: req.Method}
 		u.g.mu.Unlock()
 	}
 	if err := c.Write(ctx, m); err != nil {
@@ -181,6 +181,13 @@ func (u *upstream) lost(c mcp.Connection, err error) {
 		return
 	}
 	for _, f := range fwd {
+		if f.own != nil {
+			select {
+			case f.own <- &jsonrpc.Response{ID: f.id, Error: errUpstreamLost}:
+			default:
+			}
+			continue
+		}
 		g.toClient(context.Background(), g.unavailableAnswer(f.id, f.method, true, err))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -19,7 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const mcpUsage = "countersign mcp --connector NAME [--url URL --user SUBJECT --api-key-file FILE --hold 45s --max-frame 256MiB] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
+const mcpUsage = "countersign mcp --connector NAME [--url URL --user SUBJECT --api-key-file FILE --hold 45s --max-frame 256MiB --task-dir DIR] (-- COMMAND [ARGS…] | --upstream URL [--header 'Name: value'])"
 
 // runMCP is an MCP server on stdin/stdout that an MCP client launches in
 // place of the real server; every tools/call is checked with Countersign
@@ -38,6 +39,7 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.Var(&headers, "header", "HTTP header for --upstream, 'Name: value' (repeatable)")
 	maxFrame := frameSize(gateway.DefaultMaxFrame)
 	fs.Var(&maxFrame, "max-frame", "largest JSON-RPC message relayed either way, in bytes or with KiB, MiB or GiB (a larger request gets an error of its own)")
+	taskDir := fs.String("task-dir", defaultTaskDir(), "directory (mode 0700) keeping the MCP tasks of calls that wait for a person, so that a new gateway process picks them up; \"off\": no tasks, every client gets hold-and-retry")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
 		return usageErr(err)
@@ -67,12 +69,45 @@ func runMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	} else {
 		up = gateway.Command(command[0], command[1:], stderr)
 	}
+	var tasks *gateway.TaskStore
+	if *taskDir != "off" && *taskDir != "" {
+		tasks, err = gateway.OpenTaskStore(*taskDir)
+		if err != nil && flagSet(fs, "task-dir") {
+			return err
+		}
+		if err != nil {
+			// The default place is unusable: clients get hold-and-retry.
+			log.Warn("MCP tasks are off", "err", err)
+		}
+	}
 	g, err := gateway.New(gateway.Options{Connector: *connector, Client: client.New(*base, apiKey), User: *user,
-		Upstream: up, Hold: *hold, MaxFrame: int(maxFrame), Version: version, Log: log})
+		Upstream: up, Hold: *hold, MaxFrame: int(maxFrame), Tasks: tasks, Version: version, Log: log})
 	if err != nil {
 		return err
 	}
 	return g.Serve(ctx, gateway.Stdio())
+}
+
+// defaultTaskDir is where the gateway keeps MCP tasks unless told:
+// $XDG_STATE_HOME/countersign/mcp-tasks, by default under
+// ~/.local/state ("" without a home directory: no tasks).
+func defaultTaskDir() string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			return ""
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "countersign", "mcp-tasks")
+}
+
+// flagSet: the flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func usageErr(err error) error {

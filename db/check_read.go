@@ -30,7 +30,7 @@ import (
 // $3 turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
 // standing approval offered, $8 API key id, $9 call id, $10 "Always allow
 // calls like this" offered where standing approval is not (as turnFactsSQL
-// names them; keyAndToolSQL fills them from its own row).
+// names them; keyToolFactsGroupSQL fills them from its own rows).
 const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
 		WHERE r.owner_subject = {user} AND r.conversation_id = {conv} AND r.turn_id = {turn} AND r.tool_id = {tool}
 		  AND r.arguments_digest = {digest} AND r.status = 'rejected'
@@ -98,33 +98,6 @@ const checkToolSQL = toolSelect + `
 		WHERE a.api_key_id = $3 AND a.owner_subject = $4 AND a.conversation_id = $5 AND a.turn_id = $6
 		  AND a.call_id = $7 AND a.tool_id = t.id AND a.arguments_digest = $8 AND a.status = 'pending' AND a.expires_at > now())`
 
-func mustReplace(s, old, new string) string {
-	if !strings.Contains(s, old) {
-		panic("db: " + old + " not in the statement")
-	}
-	return strings.Replace(s, old, new, 1)
-}
-
-// keyAndToolSQL authenticates a key by its hash ($3) and reads the tool of
-// its check (checkToolSQL) and the turn's facts (turnFactsTemplate) in one
-// statement: no row for an unknown or revoked key, the key with no tool
-// for an unknown or retired tool or a call already pending, and no facts
-// unless the tool's policy asks a person. Postgres sets up every part of a
-// statement's plan each time it runs it, read or not: the facts' part
-// costs a check its policy allows about as much again as the rest, so
-// only checks of tools known to ask run it (askingTools); the others are
-// read without the facts, together (keyToolGroupSQL).
-var keyAndToolSQL = `WITH c AS (SELECT k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created,
-		k.last_used_at AS k_used, k.team AS k_team, t.*, f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
-	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
-	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
-	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
-	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
-	WHERE k.key_hash = $3 AND k.revoked_at IS NULL), ` +
-	policyAllowLine("k_id", "k_name", "k_team", "$4", "$5", "$6", "$7") + `
-	SELECT k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + `,
-		rejections, conversation_grant, always_grant, scoped_grants, same_call FROM c`
-
 // toolColumns are toolSelect's columns by their own names, as a statement
 // built over it (c) reads them back.
 const toolColumns = `id, connector, name, display_name, description, read_only_hint, destructive_hint, idempotent_hint,
@@ -165,7 +138,7 @@ var checkToolLineSQL = `WITH c AS (` + checkToolSQL + `), ` + policyAllowLine("$
 
 // askingTools remembers the tools whose policy asked a person when a
 // check last read them, so that the next check of one reads the turn's
-// facts in its first statement (keyAndToolSQL) and a check of any other
+// facts in its first statement (keyToolFactsGroupSQL) and a check of any other
 // tool does not pay for them (keyToolGroupSQL). It only chooses the statement:
 // a tool whose policy changed since is read right by either, and a check
 // that needs the facts and did not read them reads them next
@@ -208,24 +181,21 @@ func (a *askingTools) note(connector, name string, held bool, tool *Tool) {
 	}
 }
 
-// keyAndTool runs keyAndToolSQL for a tool that asked a person when last
-// read, and reads any other with the concurrent checks (keyToolGroupSQL,
-// readGrouped): an unknown or revoked key is refused (errUnauthorized);
-// found is false when there is no tool to check, and facts is nil when
-// they were not read.
+// keyAndTool reads the key and the tool of a check with the concurrent
+// checks: a tool that asked a person when last read with the turn's facts
+// (keyToolFactsGroupSQL, factReads), any other without them
+// (keyToolGroupSQL, reads). An unknown or revoked key is refused
+// (errUnauthorized); found is false when there is no tool to check, and
+// facts is nil when they were not read.
 func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {
-	var r keyToolRow
 	held := d.asking.asks(req.Connector, req.Tool)
+	g := &d.reads
 	if held {
-		err = d.Pool.QueryRow(ctx, keyAndToolSQL, checkToolArgs(hash, req, args)...).Scan(r.dest()...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = errUnauthorized()
-		}
-	} else {
-		var live bool
-		if r, live, err = d.readGrouped(ctx, hash, req, args); err == nil && !live {
-			err = errUnauthorized()
-		}
+		g = &d.factReads
+	}
+	r, live, err := d.readGrouped(ctx, g, hash, req, args)
+	if err == nil && !live {
+		err = errUnauthorized()
 	}
 	if err != nil {
 		return APIKey{}, Tool{}, false, nil, err

@@ -27,6 +27,9 @@ type DB struct {
 	groups writeGroups // what concurrent checks record, written together
 	asking askingTools // tools whose checks read the turn's facts first
 	reads  readGroups  // the first statements of concurrent checks, read together
+	// factReads are reads for the checks of tools known to ask, with
+	// their turn's facts.
+	factReads readGroups
 
 	factsApart atomic.Int64 // checks that read the turn's facts in a statement of their own
 	knownUsers sync.Map     // subjects seen signed in (mayAsk)
@@ -51,7 +54,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("db: connect: %w", err)
 	}
-	return &DB{Pool: pool, groups: writeGroups{arrived: make(chan struct{}, 1), linger: groupLinger}, reads: readGroups{max: maxReaders()}}, nil
+	return &DB{Pool: pool, groups: writeGroups{arrived: make(chan struct{}, 1), linger: groupLinger}, reads: readGroups{max: maxReaders()},
+		factReads: readGroups{max: maxReaders(), facts: true}}, nil
 }
 
 // Close closes the pool.

@@ -28,8 +28,9 @@ import (
 type readGroups struct {
 	mu      sync.Mutex
 	queue   []*readEntry
-	readers int // statements in flight
-	max     int // maxReaders
+	readers int  // statements in flight
+	max     int  // maxReaders
+	facts   bool // reads the turn's facts too (keyToolFactsGroupSQL)
 	stats   groupStats
 }
 
@@ -48,7 +49,7 @@ func (s *groupStats) add(checks int) {
 // GroupStats is how many group statements this instance has sent, and how
 // many checks they carried: their ratio is the mean group size.
 type GroupStats struct {
-	ReadGroups, Reads   int64 // first statements of checks (readGroups)
+	ReadGroups, Reads   int64 // first statements of checks (readGroups, with and without the facts)
 	WriteGroups, Writes int64 // what checks record (writeGroups)
 }
 
@@ -64,7 +65,8 @@ func (s GroupStats) Plus(o GroupStats) GroupStats {
 
 // GroupStats reads the counts so far.
 func (d *DB) GroupStats() GroupStats {
-	return GroupStats{ReadGroups: d.reads.stats.groups.Load(), Reads: d.reads.stats.checks.Load(),
+	return GroupStats{ReadGroups: d.reads.stats.groups.Load() + d.factReads.stats.groups.Load(),
+		Reads:       d.reads.stats.checks.Load() + d.factReads.stats.checks.Load(),
 		WriteGroups: d.groups.stats.groups.Load(), Writes: d.groups.stats.checks.Load()}
 }
 
@@ -116,7 +118,7 @@ type readEntry struct {
 // arrays in checkToolSQL's order, one element per check, $3 the key's hash;
 // one row for each check whose key is live, numbered by ord, with the
 // tool's columns NULL for an unknown or retired tool or a call already
-// pending. It reads keyAndToolSQL's columns without the turn's facts, and
+// pending. It reads the key's and the tool's columns without the turn's facts, and
 // writes the audit line of each call its policy allows (policyAllowLine).
 var keyToolGroupSQL = `WITH c AS (SELECT r.ord, r.owner AS c_owner, r.conv AS c_conv, r.turn AS c_turn, r.call AS c_call,
 		k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created, k.last_used_at AS k_used, k.team AS k_team, t.*
@@ -127,6 +129,30 @@ var keyToolGroupSQL = `WITH c AS (SELECT r.ord, r.owner AS c_owner, r.conv AS c_
 	"$5", "r.conv", "$6", "r.turn", "$7", "r.call", "$8", "r.digest") + `) t ON true), ` +
 	policyAllowLine("c.k_id", "c.k_name", "c.k_team", "c.c_owner", "c.c_conv", "c.c_turn", "c.c_call") + `
 	SELECT ord, k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + ` FROM c`
+
+// keyToolFactsGroupSQL is keyToolGroupSQL that also reads each check's
+// turn facts (turnFactsTemplate), NULL unless its tool's policy asks a
+// person: the statement of the checks of tools known to ask (askingTools).
+// Postgres sets up every part of a statement's plan each time it runs it,
+// read or not: the facts' part costs a check its policy allows about as
+// much again as the rest, so the checks of other tools are read without
+// it (keyToolGroupSQL). Each row has keyToolGroupSQL's columns, then the
+// facts. The checks' rows are q: the facts' statement names its own
+// approvals r.
+var keyToolFactsGroupSQL = `WITH c AS (SELECT q.ord, q.owner AS c_owner, q.conv AS c_conv, q.turn AS c_turn, q.call AS c_call,
+		k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created, k.last_used_at AS k_used, k.team AS k_team, t.*,
+		f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
+	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+		WITH ORDINALITY AS q(connector, tool, key_hash, owner, conv, turn, call, digest, ord)
+	JOIN api_keys k ON k.key_hash = q.key_hash AND k.revoked_at IS NULL
+	LEFT JOIN LATERAL (` + replaceEach(checkToolSQL, "$1", "q.connector", "$2", "q.tool", "$3", "k.id", "$4", "q.owner",
+	"$5", "q.conv", "$6", "q.turn", "$7", "q.call", "$8", "q.digest") + `) t ON true
+	LEFT JOIN LATERAL (` + replaceEach(turnFactsTemplate, "{user}", "q.owner", "{conv}", "q.conv", "{turn}", "q.turn", "{digest}", "q.digest",
+	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
+	"{call}", "q.call") + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true), ` +
+	policyAllowLine("c.k_id", "c.k_name", "c.k_team", "c.c_owner", "c.c_conv", "c.c_turn", "c.c_call") + `
+	SELECT ord, k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + `,
+		rejections, conversation_grant, always_grant, scoped_grants, same_call FROM c`
 
 // replaceEach replaces, in one pass, each old of the pairs with its new; it
 // panics if an old is missing or a placeholder ($) is left over.
@@ -143,11 +169,11 @@ func replaceEach(s string, pairs ...string) string {
 	return out
 }
 
-// readGrouped reads keyToolGroupSQL's row for one check with whatever else is
-// queued: ok is false for a key that is not live.
-func (d *DB) readGrouped(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (keyToolRow, bool, error) {
+// readGrouped reads the row of g's statement (keyToolGroupSQL, or
+// keyToolFactsGroupSQL) for one check with whatever else is queued: ok is
+// false for a key that is not live.
+func (d *DB) readGrouped(ctx context.Context, g *readGroups, hash []byte, req CheckRequest, args approval.Arguments) (keyToolRow, bool, error) {
 	e := &readEntry{ctx: ctx, hash: hash, req: req, dig: args.Digest, done: make(chan error, 1)}
-	g := &d.reads
 	g.mu.Lock()
 	g.queue = append(g.queue, e)
 	start := g.readers < max(g.max, 1)
@@ -158,7 +184,7 @@ func (d *DB) readGrouped(ctx context.Context, hash []byte, req CheckRequest, arg
 	if start {
 		// The reader runs apart from this request's context: the others in
 		// its group must not fail because this caller went away.
-		go d.readQueued()
+		go d.readQueued(g)
 	}
 	select {
 	case err := <-e.done:
@@ -168,9 +194,8 @@ func (d *DB) readGrouped(ctx context.Context, hash []byte, req CheckRequest, arg
 	}
 }
 
-// readQueued reads groups until the queue is empty.
-func (d *DB) readQueued() {
-	g := &d.reads
+// readQueued reads g's groups until its queue is empty.
+func (d *DB) readQueued(g *readGroups) {
 	for {
 		g.mu.Lock()
 		// At most maxGroupReads at once: the rest wait for the next
@@ -191,13 +216,13 @@ func (d *DB) readQueued() {
 		if len(live) == 0 {
 			continue
 		}
-		err := d.readGroup(live)
+		err := d.readGroup(g, live)
 		var pgErr *pgconn.PgError
 		if err != nil && len(live) > 1 && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
 			// A value Postgres refused fails the whole statement: each
 			// check is read alone, so that only its own sender's fails.
 			for _, e := range stillAwaited(live) {
-				e.done <- d.readGroup([]*readEntry{e})
+				e.done <- d.readGroup(g, []*readEntry{e})
 			}
 			continue
 		}
@@ -207,9 +232,9 @@ func (d *DB) readQueued() {
 	}
 }
 
-// readGroup reads group's rows in one statement; an entry's row and ok are
-// set only once the whole statement has succeeded.
-func (d *DB) readGroup(group []*readEntry) error {
+// readGroup reads group's rows in one statement of g; an entry's row and
+// ok are set only once the whole statement has succeeded.
+func (d *DB) readGroup(g *readGroups, group []*readEntry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	n := len(group)
@@ -224,7 +249,11 @@ func (d *DB) readGroup(group []*readEntry) error {
 			cols[j][i] = v
 		}
 	}
-	rows, err := d.Pool.Query(ctx, keyToolGroupSQL, cols[0], cols[1], hashes, cols[2], cols[3], cols[4], cols[5], cols[6])
+	sql := keyToolGroupSQL
+	if g.facts {
+		sql = keyToolFactsGroupSQL
+	}
+	rows, err := d.Pool.Query(ctx, sql, cols[0], cols[1], hashes, cols[2], cols[3], cols[4], cols[5], cols[6])
 	if err != nil {
 		return err
 	}
@@ -233,7 +262,11 @@ func (d *DB) readGroup(group []*readEntry) error {
 	var ord int64
 	for rows.Next() {
 		var r keyToolRow
-		if err := rows.Scan(append([]any{&ord}, r.keyToolDest()...)...); err != nil {
+		dest := r.keyToolDest()
+		if g.facts {
+			dest = r.dest()
+		}
+		if err := rows.Scan(append([]any{&ord}, dest...)...); err != nil {
 			return err
 		}
 		if ord < 1 || ord > int64(n) || got[ord-1] != nil {
@@ -250,11 +283,11 @@ func (d *DB) readGroup(group []*readEntry) error {
 			group[i].row = *r
 		}
 	}
-	d.reads.stats.add(n)
+	g.stats.add(n)
 	return nil
 }
 
-// keyToolRow is a row of keyAndToolSQL or keyToolGroupSQL: the key, the
+// keyToolRow is a row of keyToolGroupSQL or keyToolFactsGroupSQL: the key, the
 // tool (NULL columns when there is none) and the turn's facts (NULL when
 // not read).
 type keyToolRow struct {
@@ -278,7 +311,7 @@ type keyToolRow struct {
 }
 
 // keyToolDest is where the key's and the tool's columns are scanned, in
-// keyAndToolSQL's order (keyToolGroupSQL's after its ord).
+// the order of keyToolGroupSQL's row after its ord.
 func (r *keyToolRow) keyToolDest() []any {
 	return []any{&r.key.ID, &r.key.Name, &r.key.Prefix, &r.key.CreatedAt, &r.key.LastUsedAt, &r.key.Team, &r.id, &r.connector, &r.name,
 		&r.display, &r.description, &r.readOnly, &r.destructive, &r.idem, &r.openWorld, &r.mode, &r.standing, &r.cond,
@@ -286,8 +319,8 @@ func (r *keyToolRow) keyToolDest() []any {
 		&r.proof, &r.proofCond, &r.deciders, &r.tool.DeciderTeam, &r.quorum, &r.decidersCond}
 }
 
-// dest is where a row of keyAndToolSQL is scanned: the key, the tool, then
-// the turn's facts.
+// dest is where a row of keyToolFactsGroupSQL is scanned after its ord:
+// the key, the tool, then the turn's facts.
 func (r *keyToolRow) dest() []any {
 	return append(r.keyToolDest(), &r.rejections, &r.facts.ConversationGrant, &r.facts.AlwaysGrant, &r.facts.Scoped, &r.sameCall)
 }

@@ -1,17 +1,18 @@
 package db
 
+// What the check reads (steps 1 and 2 of check_engine.go): the statement
+// that authenticates the key and loads the tool and the turn's facts, and
+// the reads of the check's transaction.
+
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/countersign/countersign/approval"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // turnFactsSQL reads what the decision order needs beyond the tool's
@@ -29,7 +30,7 @@ import (
 // $3 turn, $4 the arguments' digest, $5 tool id, $6 policy version, $7
 // standing approval offered, $8 API key id, $9 call id, $10 "Always allow
 // calls like this" offered where standing approval is not (as turnFactsSQL
-// names them; keyAndToolSQL fills them from its own row).
+// names them; keyToolFactsGroupSQL fills them from its own rows).
 const turnFactsTemplate = `SELECT (SELECT count(*) FROM approvals r
 		WHERE r.owner_subject = {user} AND r.conversation_id = {conv} AND r.turn_id = {turn} AND r.tool_id = {tool}
 		  AND r.arguments_digest = {digest} AND r.status = 'rejected'
@@ -97,33 +98,6 @@ const checkToolSQL = toolSelect + `
 		WHERE a.api_key_id = $3 AND a.owner_subject = $4 AND a.conversation_id = $5 AND a.turn_id = $6
 		  AND a.call_id = $7 AND a.tool_id = t.id AND a.arguments_digest = $8 AND a.status = 'pending' AND a.expires_at > now())`
 
-func mustReplace(s, old, new string) string {
-	if !strings.Contains(s, old) {
-		panic("db: " + old + " not in the statement")
-	}
-	return strings.Replace(s, old, new, 1)
-}
-
-// keyAndToolSQL authenticates a key by its hash ($3) and reads the tool of
-// its check (checkToolSQL) and the turn's facts (turnFactsTemplate) in one
-// statement: no row for an unknown or revoked key, the key with no tool
-// for an unknown or retired tool or a call already pending, and no facts
-// unless the tool's policy asks a person. Postgres sets up every part of a
-// statement's plan each time it runs it, read or not: the facts' part
-// costs a check its policy allows about as much again as the rest, so
-// only checks of tools known to ask run it (askingTools); the others are
-// read without the facts, together (keyToolGroupSQL).
-var keyAndToolSQL = `WITH c AS (SELECT k.id AS k_id, k.name AS k_name, k.key_prefix AS k_prefix, k.created_at AS k_created,
-		k.last_used_at AS k_used, k.team AS k_team, t.*, f.rejections, f.conversation_grant, f.always_grant, f.scoped_grants, f.same_call
-	FROM api_keys k LEFT JOIN LATERAL (` + mustReplace(checkToolSQL, "a.api_key_id = $3", "a.api_key_id = k.id") + `) t ON true
-	LEFT JOIN LATERAL (` + strings.NewReplacer("{user}", "$4", "{conv}", "$5", "{turn}", "$6", "{digest}", "$8",
-	"{tool}", "t.id", "{version}", "t.policy_version", "{standing}", "t.standing_approval", "{matchable}", "t.matchable", "{key}", "k.id",
-	"{call}", "$7").Replace(turnFactsTemplate) + ` WHERE t.mode = 'require_approval' OFFSET 0) f ON true
-	WHERE k.key_hash = $3 AND k.revoked_at IS NULL), ` +
-	policyAllowLine("k_id", "k_name", "k_team", "$4", "$5", "$6", "$7") + `
-	SELECT k_id, k_name, k_prefix, k_created, k_used, k_team, ` + toolColumns + `,
-		rejections, conversation_grant, always_grant, scoped_grants, same_call FROM c`
-
 // toolColumns are toolSelect's columns by their own names, as a statement
 // built over it (c) reads them back.
 const toolColumns = `id, connector, name, display_name, description, read_only_hint, destructive_hint, idempotent_hint,
@@ -164,7 +138,7 @@ var checkToolLineSQL = `WITH c AS (` + checkToolSQL + `), ` + policyAllowLine("$
 
 // askingTools remembers the tools whose policy asked a person when a
 // check last read them, so that the next check of one reads the turn's
-// facts in its first statement (keyAndToolSQL) and a check of any other
+// facts in its first statement (keyToolFactsGroupSQL) and a check of any other
 // tool does not pay for them (keyToolGroupSQL). It only chooses the statement:
 // a tool whose policy changed since is read right by either, and a check
 // that needs the facts and did not read them reads them next
@@ -207,24 +181,21 @@ func (a *askingTools) note(connector, name string, held bool, tool *Tool) {
 	}
 }
 
-// keyAndTool runs keyAndToolSQL for a tool that asked a person when last
-// read, and reads any other with the concurrent checks (keyToolGroupSQL,
-// readGrouped): an unknown or revoked key is refused (errUnauthorized);
-// found is false when there is no tool to check, and facts is nil when
-// they were not read.
+// keyAndTool reads the key and the tool of a check with the concurrent
+// checks: a tool that asked a person when last read with the turn's facts
+// (keyToolFactsGroupSQL, factReads), any other without them
+// (keyToolGroupSQL, reads). An unknown or revoked key is refused
+// (errUnauthorized); found is false when there is no tool to check, and
+// facts is nil when they were not read.
 func (d *DB) keyAndTool(ctx context.Context, hash []byte, req CheckRequest, args approval.Arguments) (key APIKey, tool Tool, found bool, facts *turnFacts, err error) {
-	var r keyToolRow
 	held := d.asking.asks(req.Connector, req.Tool)
+	g := &d.reads
 	if held {
-		err = d.Pool.QueryRow(ctx, keyAndToolSQL, checkToolArgs(hash, req, args)...).Scan(r.dest()...)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = errUnauthorized()
-		}
-	} else {
-		var live bool
-		if r, live, err = d.readGrouped(ctx, hash, req, args); err == nil && !live {
-			err = errUnauthorized()
-		}
+		g = &d.factReads
+	}
+	r, live, err := d.readGrouped(ctx, g, hash, req, args)
+	if err == nil && !live {
+		err = errUnauthorized()
 	}
 	if err != nil {
 		return APIKey{}, Tool{}, false, nil, err
@@ -266,70 +237,6 @@ func (d *DB) readCheckTool(ctx context.Context, key APIKey, req CheckRequest, ar
 	return collectCheckTool(rows)
 }
 
-// checkFast answers most checks without an explicit transaction, given the
-// tool read by checkToolSQL. A call its policy allows is answered from that
-// alone, its audit line written by that statement (policyAllowLine). Only a policy that asks a person needs the
-// turn's facts: read with the tool (keyAndToolSQL), or else one more
-// statement (turnFactsSQL). What the outcome records is written by the
-// group writer (writeGroups). The tool's row is read without
-// a lock: a policy change that commits after this read is ordered after
-// this check, as it would be had the check finished first — except for a
-// pending item, which is held to the policy read and is not created under a
-// changed one. decided is false, and the full check in a transaction
-// answers, for a call that may join an earlier item and for a race lost to
-// an identical call or to a policy change.
-func (d *DB) checkFast(ctx context.Context, key APIKey, req CheckRequest, args approval.Arguments, opt CheckOptions, tool Tool,
-	facts *turnFacts, way *onTheWay) (CheckResult, bool, error) {
-	var err error
-	in := approval.CheckInput{Policy: callPolicy(key, req, args, tool, opt), DeniedThreshold: opt.DeniedThreshold,
-		Condition: evalCondition(tool.Condition, args, opt.Condition)}
-	res := CheckResult{Outcome: approval.Evaluate(in), Tool: tool}
-	var f turnFacts
-	// Without the facts the decision order ends in "pending" only where it
-	// would have looked at them: read them and decide again.
-	if res.Outcome.Verdict == approval.Pending {
-		if facts != nil {
-			f = *facts
-		} else {
-			if way == nil {
-				// Now likely to write, as a check of a tool known to ask.
-				way = d.groups.onTheWay()
-				defer way.leave()
-			}
-			d.factsApart.Add(1)
-			f, err = readTurnFacts(ctx, d.Pool, key, req, tool, args.Digest)
-		}
-		if err != nil {
-			return CheckResult{}, false, err
-		}
-		in = f.match(in, args)
-		in = in.RequiringProof(approval.Proof(tool.Proof).Stronger(req.Proof)) // passkey step-up (issue 33)
-		res.Outcome = approval.Evaluate(in)
-	}
-	// A call that may join an earlier item, or whose very call was answered
-	// before (a retry whose first answer was lost), is answered in a
-	// transaction: it gets that item, or its end, rather than a second prompt.
-	if res.Outcome.Verdict == approval.Pending && (req.AttachToPending || f.SameCall) {
-		return CheckResult{}, false, nil
-	}
-	if refused, err := d.refuseUnknownUser(ctx, d.Pool, key, req, &res); refused || err != nil {
-		return res, err == nil, err
-	}
-	// What the outcome records is written with what concurrent checks
-	// record (writeGroups).
-	e, err := outcomeRecord(key, req, args, tool, f, res.Outcome, opt, true)
-	if err == nil && e != nil {
-		e.way = way
-		if err = d.writeGrouped(ctx, e); err == nil {
-			err = e.answer(&res)
-		}
-	}
-	if isUniqueViolation(err) || errors.Is(err, errToolChanged) {
-		return CheckResult{}, false, nil
-	}
-	return res, err == nil, err
-}
-
 // readTurnFacts reads turnFactsSQL for tool as the check read it.
 func readTurnFacts(ctx context.Context, q querier, key APIKey, req CheckRequest, tool Tool, digest string) (turnFacts, error) {
 	rows, err := q.Query(ctx, turnFactsSQL, req.User, req.ConversationID, req.TurnID, digest, tool.ID, tool.PolicyVersion,
@@ -340,41 +247,41 @@ func readTurnFacts(ctx context.Context, q querier, key APIKey, req CheckRequest,
 	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[turnFacts])
 }
 
-// errToolChanged says the tool's policy changed between the check's read
-// and its pending item's insert; the check starts again.
-var errToolChanged = errors.New("db: the tool's policy changed during the check")
-
-// holdToolPolicy locks the tool's row (shared), so that a policy change or
-// retirement either commits first and is seen here, or waits for this
-// transaction; it fails with errToolChanged when the policy read earlier is
-// no longer current (see hold_tool_policy in the migrations).
-func holdToolPolicy(ctx context.Context, tx pgx.Tx, tool Tool) error {
-	_, err := tx.Exec(ctx, `SELECT hold_tool_policy($1, $2)`, tool.ID, tool.PolicyVersion)
-	return toolChanged(err)
-}
-
-// toolChanged turns hold_tool_policy's refusal into errToolChanged.
-func toolChanged(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "CS001" {
-		return errToolChanged
+// findPendingCall finds the item of the same call still pending, or
+// approved and not yet used, sent by the same API key to the same tool:
+// identifiers that another key sends, or the same call id and arguments for
+// another tool, never lead to this item. A runtime that sends its call
+// again because the first answer was lost gets the item, not a second
+// prompt — and, once approved, claims it and runs the call once.
+func findPendingCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, toolID int64, digest string) (Approval, bool, error) {
+	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
+		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.turn_id = $4 AND a.call_id = $5
+		  AND a.tool_id = $6 AND a.arguments_digest = $7
+		  AND ((a.status = 'pending' AND a.expires_at > now()) OR (a.status = 'approved' AND a.consumed_at IS NULL))
+		ORDER BY a.created_at DESC LIMIT 1`,
+		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, toolID, digest))
+	if err != nil || len(list) == 0 {
+		return Approval{}, false, err
 	}
-	return err
+	return list[0], true, nil
 }
 
-// newApprovalID is a random (version 4) UUID: an item's id is chosen before
-// its insert, so that every write about it goes in the same batch.
-func newApprovalID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// scopedDetail is the audit detail of a call a scoped grant allowed: the
-// grant and the scope it matched, named by its fingerprint — never the
-// words or values it holds.
-func scopedDetail(g scopedGrant) map[string]any {
-	return map[string]any{"grant_id": g.ID, "kind": "scoped", "scope_kind": g.Scope.Kind(), "scope": g.Scope.Fingerprint()}
+// findEndedCall finds the newest item of the very call (same key, owner,
+// conversation, turn, call id, tool and arguments) when it ended without
+// running: rejected, expired or cancelled. An item used by its claim is not
+// an answer to give again: the same call sent after it is a new question.
+func findEndedCall(ctx context.Context, tx pgx.Tx, key APIKey, req CheckRequest, toolID int64, digest string) (Approval, bool, error) {
+	list, err := collectApprovals(tx.Query(ctx, approvalSelect+`
+		WHERE a.api_key_id = $1 AND a.owner_subject = $2 AND a.conversation_id = $3 AND a.turn_id = $4 AND a.call_id = $5
+		  AND a.tool_id = $6 AND a.arguments_digest = $7 AND a.status <> 'pending'
+		ORDER BY a.created_at DESC LIMIT 1`,
+		key.ID, req.User, req.ConversationID, req.TurnID, req.CallID, toolID, digest))
+	if err != nil || len(list) == 0 {
+		return Approval{}, false, err
+	}
+	switch list[0].Status {
+	case approval.StatusRejected, approval.StatusExpired, approval.StatusCancelled:
+		return list[0], true, nil
+	}
+	return Approval{}, false, nil
 }

@@ -63,12 +63,16 @@ func (h *Handler) shownCard(a db.Approval) views.ApprovalCard {
 	for _, d := range a.AvailableDecisions {
 		decisions = append(decisions, approval.Decision(d))
 	}
+	// The badges follow the call where its arguments say better than the
+	// tool's hints (one rule for the row, the card and the request page).
+	tool := approval.Behaviour{Destructive: ann.Destructive() && !ann.Unknown(), SendsOut: ann.OpenWorld() && !ann.ReadOnly() && !ann.Unknown()}
+	call := approval.CallBehaviour(tool, a.Preview, a.Diff)
 	return views.ApprovalCard{
 		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 		Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
 		AgentReason: a.AgentReason, Preview: a.Preview, Agent: agentOf(a), Diff: a.Diff, Proof: a.ProofRequired,
-		Decisions: decisions, Destructive: ann.Destructive() && !ann.Unknown(), SendsOut: ann.OpenWorld() && !ann.ReadOnly() && !ann.Unknown(),
+		Decisions: decisions, Destructive: call.Destructive, SendsOut: call.SendsOut, ToolWide: tool,
 		UnknownBehaviour: ann.Unknown(),
 		MaxGrant:         a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
 		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(),

@@ -29,8 +29,12 @@ type ApprovalCard struct {
 	AgentReason string
 	Preview     approval.ArgumentPreview
 	Decisions   []approval.Decision
+	// Destructive and SendsOut are what this call may do, by the one rule
+	// (approval.CallBehaviour); ToolWide is what its tool's hints say of
+	// every call.
 	Destructive bool
 	SendsOut    bool
+	ToolWide    approval.Behaviour
 	// UnknownBehaviour: the runtime sent no hints for the tool, so nothing
 	// is known of what it does (it is then neither Destructive nor SendsOut).
 	UnknownBehaviour bool

@@ -85,4 +85,3 @@ func diffCounts(f approval.DiffFile) string {
 	}
 	return "+" + itoa(add) + " −" + itoa(rem)
 }
-

@@ -93,6 +93,16 @@ func commandText(c approval.ShellCommand) string {
 	return s
 }
 
+// EditPairs are the edit's replacements, old before new, shown above the
+// arguments as sent when the agent's side sent no diff of its own (a diff
+// already reads old before new).
+func (c ApprovalCard) EditPairs() []approval.EditPair {
+	if c.Diff != nil {
+		return nil
+	}
+	return approval.EditPairs(c.Preview)
+}
+
 // argsID names a card's arguments, for links to them.
 func argsID(id string) string { return "args-" + id }
 

@@ -57,16 +57,8 @@ func (h *Handler) ActivityList(c echo.Context) error {
 		v.Rows = append(v.Rows, activityRow(call, *user, names, f.Grant == ""))
 	}
 	if flt.Before == 0 {
-		// Calls still waiting have no outcome yet; they lead the page with
-		// a way to decide them (issue 42), by the inbox's own rule.
-		waiting, err := h.DB.PendingFor(ctx, user.Subject)
-		if err != nil {
+		if err := h.activityWaiting(c, *user, &v); err != nil {
 			return err
-		}
-		for _, a := range waiting {
-			v.Waiting = append(v.Waiting, views.WaitingRow{ID: a.ID, ToolDisplay: a.ToolDisplay,
-				ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay), Agent: agentOf(a).KeyName,
-				CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt})
 		}
 	}
 	if page.HasOlder {

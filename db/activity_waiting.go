@@ -1,0 +1,18 @@
+package db
+
+import "context"
+
+// WaitingOnOthers lists the calls of viewer's agents — their own keys' and
+// their teams' keys' (Activity's scope, joined by the key's id) — that are
+// waiting for someone else's answer: viewer may not decide them, by the
+// one predicate. Oldest first, at most PendingLimit. The calls viewer may
+// decide are PendingFor's.
+func (d *DB) WaitingOnOthers(ctx context.Context, viewer User) ([]Approval, error) {
+	list, err := collectApprovals(d.Pool.Query(ctx, approvalSelect+`
+		WHERE a.status = 'pending' AND a.expires_at > now()
+		  AND (a.owner_subject = $1 OR (a.owner_subject = '' AND EXISTS (SELECT 1 FROM api_keys k
+				JOIN team_members m ON m.team = k.team WHERE m.subject = $1 AND k.id = a.api_key_id)))
+		  AND NOT `+mayDecideSQL("$1")+`
+		ORDER BY a.created_at, a.id LIMIT $2`, viewer.Subject, PendingLimit))
+	return list, translate("waiting on others", err)
+}

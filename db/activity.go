@@ -173,7 +173,10 @@ func (d *DB) ListActivity(ctx context.Context, viewer User, f ActivityFilter) (A
 		return ActivityPage{}, nil // an outcome no call has
 	}
 	args := []any{approval.GrantActions, actions}
-	conds := []string{"e.action = ANY($2)"}
+	// A quorum's approvals before the one that met it are votes, not the
+	// call's end: the call still waits, and Activity lists it as waiting.
+	conds := []string{"e.action = ANY($2)", `NOT (e.action = '` + approval.ActionApproved + `' AND e.detail->>'quorum' IS NOT NULL
+		AND COALESCE(e.detail->>'quorum_met', '') <> 'true')`}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))

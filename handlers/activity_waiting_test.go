@@ -69,13 +69,45 @@ func TestActivityListsCallsWaitingForOthers(t *testing.T) {
 	if got := waiting(l.Member)[pay]; !strings.Contains(got, "1 of 2 approved") {
 		t.Fatalf("after Finn's approval Maya reads %q", got)
 	}
+	approvedRows := func() int {
+		_, body := l.Member.Get("/activity")
+		return strings.Count(body, `data-outcome="approved"`)
+	}
+	// Finn's approval is a vote: the call has not ended, so Activity does
+	// not list it as approved.
+	if n := approvedRows(); n != 0 {
+		t.Fatalf("after one vote of two, Activity lists %d approved calls", n)
+	}
 	if s, _ := decide(l.Fiona, pay, "approve"); s != http.StatusSeeOther {
 		t.Fatalf("Fiona approves: %d", s)
 	}
 	if got, ok := waiting(l.Member)[pay]; ok {
 		t.Fatalf("an approved call is still waiting: %q", got)
 	}
+	if n := approvedRows(); n != 1 {
+		t.Fatalf("after the quorum was met, Activity lists %d approved calls, want 1", n)
+	}
 	if _, ok := waiting(l.Finn)[pay]; ok {
 		t.Fatal("an approved call still waits for Finn")
 	}
+}
+
+// A waiting row's connector, agent and times are kept apart by their
+// separators (templ once read the text after a component as its
+// children, and the row read "Calendartest runtimejust now").
+func TestActivityWaitingRowSeparators(t *testing.T) {
+	l := newLoop(t)
+	id := l.pending(t, l.call("calendar", "create_event", `{"title":"Standup"}`))
+	_, body := l.Member.Get("/activity")
+	for _, r := range testIDs(parseHTML(t, body), "activity-waiting-row") {
+		if attr(r, "data-approval-id") != id {
+			continue
+		}
+		got := strings.Join(strings.Fields(nodeText(testIDs(r, "activity-waiting-meta")[0])), " ")
+		if !strings.HasPrefix(got, "Calendar · test runtime · asked ") {
+			t.Fatalf("the row reads %q", got)
+		}
+		return
+	}
+	t.Fatal("the waiting call is not listed")
 }

@@ -342,6 +342,7 @@ func TestReviewerScreens(t *testing.T) {
 	quorumID := approvalID(t, e, quorum.CallID)
 	approve := func(who string) context.Context {
 		tab := newTabFor(t, 2*time.Minute)
+		desktop(tab)
 		signIn(t, tab, e, who)
 		if err := chromedp.Do(tab, chromedp.Navigate(e.BaseURL+"/approvals/"+quorumID), chromedp.WaitVisible(chromedp.CSS(`button[value="approve"]`)),
 			chromedp.Sleep(300*time.Millisecond), chromedp.Click(chromedp.CSS(`button[value="approve"]`))); err != nil {

@@ -278,7 +278,7 @@ func TestReviewerScreens(t *testing.T) {
 	}
 	edit := client.Call{CallID: "scr-edit", User: dev.DemoMember.Subject, ConversationID: "conv-scr", TurnID: "scr-edit", Connector: "code", Tool: "Edit",
 		Arguments: `{"file_path":"internal/billing/invoice.go","new_string":"\treturn total.Round(2), nil","old_string":"\treturn total, nil"}`,
-		Reason: "Round invoice totals to cents, as the failing test expects."}
+		Reason:    "Round invoice totals to cents, as the failing test expects."}
 	gate(rt, edit)
 	editID := approvalID(t, e, edit.CallID)
 

@@ -1,6 +1,10 @@
 package db
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // WaitingOnOthers lists the calls of viewer's agents — their own keys' and
 // their teams' keys' (Activity's scope, joined by the key's id) — that are
@@ -15,4 +19,27 @@ func (d *DB) WaitingOnOthers(ctx context.Context, viewer User) ([]Approval, erro
 		  AND NOT `+mayDecideSQL("$1")+`
 		ORDER BY a.created_at, a.id LIMIT $2`, viewer.Subject, PendingLimit))
 	return list, translate("waiting on others", err)
+}
+
+// MayOpen reports which of the items ids viewer may open (their request
+// page), by the one predicate: Activity links a call to its request page
+// only where the page will not answer 404. An id that is not an item's is
+// left out.
+func (d *DB) MayOpen(ctx context.Context, viewer string, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT a.id::text FROM approvals a WHERE a.id = ANY($1::uuid[]) AND `+mayDecideSQL("$2"), ids, viewer)
+	if err != nil {
+		return nil, translate("may open", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, translate("may open", err)
+	}
+	for _, id := range list {
+		out[id] = true
+	}
+	return out, nil
 }

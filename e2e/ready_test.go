@@ -313,6 +313,7 @@ func TestReviewerScreens(t *testing.T) {
 			getComputedStyle(o.querySelector('pre')).fontFamily.includes('mono'); })()`) {
 		t.Fatal("the edit does not read old then new, in a monospace font")
 	}
+	checkAxe(t, ctx, "an edit's card, old then new")
 	both("screen-edit-card")
 	if _, err := e.DB.SetToolPolicy(bg, approval.SystemActor, "mail", "send_email", approval.Policy{Mode: approval.ModeRequireApproval,
 		Rule: approval.DeciderRule{Deciders: approval.DecidersQuorum, Team: "finance", Quorum: 2}}); err != nil {
@@ -358,6 +359,7 @@ func TestReviewerScreens(t *testing.T) {
 	if got := text(t, ctx, `[data-approval-id="`+quorumID+`"] [data-testid="activity-waiting-for"]`); !strings.Contains(got, "two of finance") || !strings.Contains(got, "1 of 2 approved") {
 		t.Fatalf("Activity says %q", got)
 	}
+	checkAxe(t, ctx, "Activity with calls waiting for others")
 	both("screen-activity")
 	fiona := approve("fiona")
 	until(t, fiona, `!document.querySelector('button[value="approve"]')`, "Fiona's approval is not in")

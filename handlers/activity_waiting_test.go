@@ -87,13 +87,22 @@ func TestActivityListsCallsWaitingForOthers(t *testing.T) {
 	if n := approvedRows(); n != 1 {
 		t.Fatalf("after the quorum was met, Activity lists %d approved calls, want 1", n)
 	}
+	// Its line names every approval that counted, as decided_by does.
+	_, body := l.Member.Get("/activity")
+	for _, r := range testIDs(parseHTML(t, body), "activity-row") {
+		if attr(r, "data-outcome") == "approved" {
+			if got := nodeText(r); !strings.Contains(got, "Approved by Finn Finance, Fiona Finance") {
+				t.Fatalf("the quorum's line reads %q", got)
+			}
+		}
+	}
 	// Its row links to no request page Maya cannot open (404); a call she
 	// decided herself links to its page.
 	mail := l.pending(t, l.call("mail", "send_email", `{"to":"activity-link@example.org"}`))
 	if s, _ := decide(l.Member, mail, "reject"); s != http.StatusSeeOther {
 		t.Fatalf("Maya rejects her own mail: %d", s)
 	}
-	_, body := l.Member.Get("/activity")
+	_, body = l.Member.Get("/activity")
 	if strings.Contains(body, `href="/approvals/`+pay+`"`) || !strings.Contains(body, `href="/approvals/`+mail+`"`) {
 		t.Fatal("Activity links Maya to a request page she cannot open, or not to her own")
 	}

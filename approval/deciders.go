@@ -164,6 +164,19 @@ func (r DeciderRule) Words(owner, ownerTeam string) string {
 	return who
 }
 
+// CallWords says who decides a call under r: the one wording of the card,
+// the request page, Activity and the admins' Pending page, from the same
+// rule as who sees the call. ownerTeam is the team of a team's key ("" for
+// a person's key, whose owner decides under the owner rule): any member of
+// that team decides where the owner would.
+func (r DeciderRule) CallWords(ownerTeam string) string {
+	owner := "the agent's owner"
+	if ownerTeam != "" {
+		owner = ""
+	}
+	return r.Normal().Words(owner, ownerTeam)
+}
+
 // numberWord spells small numbers, as people say them.
 func numberWord(n int) string {
 	words := []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}

@@ -26,8 +26,45 @@ const (
 	CallFlagUnparsed   = "unparsed_command"
 )
 
-// CallFlags lists the call's own red flags, the most serious first:
-// hidden or direction-changing characters, look-alike host names,
+// ShownCall is everything a reviewer reads of one call on its card: its
+// arguments and diff, its names and ids (the tool's, the connector's, the
+// conversation's, the agent's), the agent's stated reason, and whether
+// approving needs a passkey. The card, the inbox row and the batch decide
+// from it whether the call was seen whole, by one rule.
+type ShownCall struct {
+	Preview ArgumentPreview
+	Diff    *DiffPreview
+	// Names are the single-line texts shown with the call (tool and
+	// connector names, ids, the agent's key name and runtime).
+	Names []string
+	// Reason is the agent's stated reason (several lines).
+	Reason string
+	Proof  Proof
+}
+
+// Hidden reports a hidden or direction-changing character anywhere the
+// reviewer reads the call: a name, the reason, an argument, the diff.
+func (c ShownCall) Hidden() bool {
+	for _, n := range c.Names {
+		if HasHidden(n, SingleLine) {
+			return true
+		}
+	}
+	return HasHidden(c.Reason, MultiLine) || previewHidden(c.Preview) || diffHidden(c.Diff)
+}
+
+// Flags are the call's own red flags (CallFlags), with hidden characters
+// in its names and reason counted as in its arguments.
+func (c ShownCall) Flags() []CallFlag {
+	out := CallFlags(c.Preview, c.Diff)
+	if len(out) > 0 && out[0].Kind == CallFlagHidden || !c.Hidden() {
+		return out
+	}
+	return append([]CallFlag{{Kind: CallFlagHidden, Words: "Hidden or direction-changing characters"}}, out...)
+}
+
+// CallFlags lists the call's own red flags in its arguments and diff, the
+// most serious first: hidden or direction-changing characters, look-alike host names,
 // arguments that are not a readable object, a shell command that did not
 // parse, then every flag of its parsed shell command.
 func CallFlags(p ArgumentPreview, d *DiffPreview) []CallFlag {
@@ -69,14 +106,19 @@ func PreviewFolded(p ArgumentPreview) bool {
 
 // BatchRefusal says why a call may not be approved in a batch, or "" when
 // it may: a batch confirmation cannot stand in for reading a flagged or
-// folded call on its own card, and a batch carries no passkey.
-func BatchRefusal(p ArgumentPreview, d *DiffPreview, proof Proof) string {
+// folded call on its own card, and a batch carries no passkey. A hidden
+// character in the tool's name or the agent's reason only warns on the
+// card, but it keeps the call out of a batch all the same: it is seen
+// whole only on its own card, with the characters shown as markers.
+func BatchRefusal(c ShownCall) string {
 	switch {
-	case len(CallFlags(p, d)) > 0:
+	case c.Hidden():
+		return "This call holds hidden or direction-changing characters (in a name, the agent's reason or the arguments), so it is not approved in a batch. Decide it on its own card, where they are shown as markers."
+	case len(c.Flags()) > 0:
 		return "This call has red flags, so it is not approved in a batch. Decide it on its own card."
-	case PreviewFolded(p):
+	case PreviewFolded(c.Preview):
 		return "Part of this call is folded, so it is not approved in a batch. Decide it on its own card."
-	case proof == ProofPasskey:
+	case c.Proof == ProofPasskey:
 		return "This call needs your passkey to approve, so it is not approved in a batch. Decide it on its own card."
 	}
 	return ""

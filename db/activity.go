@@ -53,6 +53,9 @@ type ActivityCall struct {
 	GrantExpiresAt    *time.Time `db:"grant_expires_at"`
 	GrantRevoked      bool       `db:"grant_revoked"`
 	GrantOwner        string     `db:"grant_owner"`
+	// QuorumApprovers names, on the line that met a quorum, every approval
+	// that counted (as decided_by does), in the order given.
+	QuorumApprovers *string `db:"quorum_approvers"`
 }
 
 // Outcome is how the call ended (approval.ActivityOutcomes).
@@ -62,6 +65,9 @@ func (c ActivityCall) Outcome() string { return approval.ActivityOutcomeOf(c.Act
 func (c ActivityCall) End(viewer User) approval.CallEnd {
 	e := approval.CallEnd{Action: c.Action, GrantScope: approval.CoveringWords(c.GrantScopeData, c.GrantScopeWords), GrantConversation: c.GrantConversation != nil,
 		Playbook: c.PlaybookName, RunID: c.RunID, Reviewer: c.ActorName, Reason: c.RejectReason}
+	if c.QuorumApprovers != nil && *c.QuorumApprovers != "" {
+		e.Reviewer = *c.QuorumApprovers
+	}
 	if c.OwnerSubject != viewer.Subject {
 		e.Owner = c.OwnerName
 	}
@@ -144,7 +150,9 @@ const activitySelect = `SELECT e.id, e.at, e.action, e.actor_kind, e.actor_name,
 	e.approval_id, e.owner_subject, COALESCE(u.shown, e.owner_subject) AS owner_name, e.detail,
 	COALESCE(a.reject_reason, '') AS reject_reason, g.id AS grant_id, COALESCE(g.scope_words, '') AS grant_scope_words, g.scope AS grant_scope_data,
 	g.conversation_id AS grant_conversation, g.expires_at AS grant_expires_at, g.revoked_at IS NOT NULL AS grant_revoked,
-	COALESCE(g.user_subject, '') AS grant_owner
+	COALESCE(g.user_subject, '') AS grant_owner,
+	CASE WHEN e.detail->>'quorum_met' = 'true' THEN (SELECT string_agg(COALESCE(NULLIF(qu.name, ''), NULLIF(qu.email, ''), qu.subject), ', ' ORDER BY v.at)
+		FROM approval_votes v JOIN users qu ON qu.id = v.reviewer_id WHERE v.approval = a.id AND ` + countedApprovalSQL + `) END AS quorum_approvers
 	FROM audit_events e
 	LEFT JOIN tools t ON t.connector = e.connector AND t.name = e.tool
 	LEFT JOIN playbooks p ON e.playbook_id <> '' AND p.id = e.playbook_id
@@ -173,7 +181,10 @@ func (d *DB) ListActivity(ctx context.Context, viewer User, f ActivityFilter) (A
 		return ActivityPage{}, nil // an outcome no call has
 	}
 	args := []any{approval.GrantActions, actions}
-	conds := []string{"e.action = ANY($2)"}
+	// A quorum's approvals before the one that met it are votes, not the
+	// call's end: the call still waits, and Activity lists it as waiting.
+	conds := []string{"e.action = ANY($2)", `NOT (e.action = '` + approval.ActionApproved + `' AND e.detail->>'quorum' IS NOT NULL
+		AND COALESCE(e.detail->>'quorum_met', '') <> 'true')`}
 	add := func(cond string, v any) {
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))

@@ -166,6 +166,11 @@ func (d *DB) VotesOn(ctx context.Context, ids []string) (map[string][]Vote, erro
 	return out, nil
 }
 
+// countedApprovalSQL holds for vote v of item a when it is an approval
+// that counted: as recorded when the quorum was met, else by the one rule
+// as it reads now. decided_by, the request page and Activity name these.
+const countedApprovalSQL = `v.decision = 'approve' AND COALESCE(v.counted, countersign_vote_counts(a, v))`
+
 // DecidedBy names the people whose approval approved item a, in the order
 // they gave it (decidedBy).
 func (d *DB) DecidedBy(ctx context.Context, a Approval) ([]string, error) {
@@ -180,7 +185,7 @@ func (d *DB) DecidedBy(ctx context.Context, a Approval) ([]string, error) {
 func decidedBy(ctx context.Context, q querier, a Approval) ([]string, error) {
 	rows, err := q.Query(ctx, `SELECT COALESCE(NULLIF(u.name, ''), NULLIF(u.email, ''), u.subject)
 		FROM (SELECT v.reviewer_id AS id, v.at FROM approval_votes v JOIN approvals a ON a.id = v.approval
-				WHERE v.approval = $1 AND v.decision = 'approve' AND $2 AND COALESCE(v.counted, countersign_vote_counts(a, v))
+				WHERE v.approval = $1 AND $2 AND `+countedApprovalSQL+`
 			UNION ALL SELECT a.reviewer_id, a.decided_at FROM approvals a WHERE a.id = $1 AND NOT $2) d
 		JOIN users u ON u.id = d.id ORDER BY d.at`, a.ID, a.Rule().Needed() > 1)
 	if err != nil {

@@ -232,12 +232,14 @@ func TestRowsDiffer(t *testing.T) {
 
 // TestReviewerScreens: the screens issue 42 is about, at 1280×900 and
 // 390×844, light and dark (first screens, when COUNTERSIGN_SCREENSHOTS
-// names a folder): the inbox, a request page, a team key's call, and the
-// playbook dialog with a quorum tool, which offers no pre-approval.
+// names a folder): the inbox, a request page, a team key's call, an edit's
+// card (old then new), the playbook dialog with a quorum tool, which offers
+// no pre-approval, Activity with a call waiting for a quorum, and the
+// quorum's result page naming both approvers.
 func TestReviewerScreens(t *testing.T) {
 	e := testenv.NewEnv(t)
 	rt := runtime(t, e)
-	ctx := newTab(t)
+	ctx := newTabFor(t, 4*time.Minute)
 	signIn(t, ctx, e, "member")
 	bg := context.Background()
 	if err := rt.RegisterPlaybook(bg, dev.DemoPlaybookID, dev.DemoMember.Subject, dev.DemoPlaybook()); err != nil {
@@ -266,7 +268,21 @@ func TestReviewerScreens(t *testing.T) {
 	}
 	teamID := approvalID(t, e, "scr-team")
 
-	both := func(name string) {
+	// A Claude Code edit whose model sent new_string before old_string.
+	if err := rt.SyncConnector(bg, "code", client.Connector{DisplayName: "Claude Code", Kind: "connector",
+		Tools: []client.ConnectorTool{{Name: "Edit", DisplayName: "Edit", Annotations: approval.Annotations{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DB.SetToolPolicy(bg, approval.SystemActor, "code", "Edit", approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
+		t.Fatal(err)
+	}
+	edit := client.Call{CallID: "scr-edit", User: dev.DemoMember.Subject, ConversationID: "conv-scr", TurnID: "scr-edit", Connector: "code", Tool: "Edit",
+		Arguments: `{"file_path":"internal/billing/invoice.go","new_string":"\treturn total.Round(2), nil","old_string":"\treturn total, nil"}`,
+		Reason:    "Round invoice totals to cents, as the failing test expects."}
+	gate(rt, edit)
+	editID := approvalID(t, e, edit.CallID)
+
+	shotsOf := func(ctx context.Context, name string) {
 		firstScreen(t, ctx, name+"-1280")
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.Sleep(400*time.Millisecond)); err != nil {
 			t.Fatal(err)
@@ -274,7 +290,8 @@ func TestReviewerScreens(t *testing.T) {
 		firstScreen(t, ctx, name+"-390")
 		desktop(ctx)
 	}
-	waitInbox(t, ctx, e, 6)
+	both := func(name string) { shotsOf(ctx, name) }
+	waitInbox(t, ctx, e, 7)
 	both("screen-inbox")
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/approvals/"+longID), chromedp.WaitVisible(chromedp.CSS(`[data-testid="call-flags"]`))); err != nil {
 		t.Fatal(err)
@@ -287,6 +304,17 @@ func TestReviewerScreens(t *testing.T) {
 		t.Fatalf("the team call says %q", got)
 	}
 	both("screen-team-call")
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/approvals/"+editID), chromedp.WaitVisible(chromedp.CSS(`[data-testid="edit-pairs"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if !eval[bool](t, ctx, `(() => { const o = document.querySelector('[data-testid="edit-old"]'), n = document.querySelector('[data-testid="edit-new"]');
+		return o.textContent.includes('return total, nil') && n.textContent.includes('Round(2)') &&
+			(o.compareDocumentPosition(n) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0 &&
+			getComputedStyle(o.querySelector('pre')).fontFamily.includes('mono'); })()`) {
+		t.Fatal("the edit does not read old then new, in a monospace font")
+	}
+	checkAxe(t, ctx, "an edit's card, old then new")
+	both("screen-edit-card")
 	if _, err := e.DB.SetToolPolicy(bg, approval.SystemActor, "mail", "send_email", approval.Policy{Mode: approval.ModeRequireApproval,
 		Rule: approval.DeciderRule{Deciders: approval.DecidersQuorum, Team: "finance", Quorum: 2}}); err != nil {
 		t.Fatal(err)
@@ -305,4 +333,42 @@ func TestReviewerScreens(t *testing.T) {
 	}
 	firstScreen(t, ctx, "screen-playbook-dialog-390")
 	desktop(ctx)
+
+	// A quorum: two of finance decide Maya's agent's mail. Maya's Activity
+	// says whom it waits for; the result page names both approvers.
+	quorum := client.Call{CallID: "scr-quorum", User: dev.DemoMember.Subject, ConversationID: "conv-scr", TurnID: "scr-quorum",
+		Connector: "mail", Tool: "send_email", Arguments: `{"to":"ap@acme.example","subject":"Invoice 4471 paid","body":"Paid today."}`,
+		Reason: "Tell Acme the invoice is paid."}
+	gate(rt, quorum)
+	quorumID := approvalID(t, e, quorum.CallID)
+	approve := func(who string) context.Context {
+		tab := newTabFor(t, 2*time.Minute)
+		desktop(tab)
+		signIn(t, tab, e, who)
+		if err := chromedp.Do(tab, chromedp.Navigate(e.BaseURL+"/approvals/"+quorumID), chromedp.WaitVisible(chromedp.CSS(`button[value="approve"]`)),
+			chromedp.Sleep(300*time.Millisecond), chromedp.Click(chromedp.CSS(`button[value="approve"]`))); err != nil {
+			t.Fatal(err)
+		}
+		return tab
+	}
+	finn := approve("finn")
+	until(t, finn, `!!document.querySelector('[data-testid="you-approved"]')`, "Finn's approval is not in")
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.BaseURL+"/activity"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="activity-waiting-for"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, ctx, `[data-approval-id="`+quorumID+`"] [data-testid="activity-waiting-for"]`); !strings.Contains(got, "two of finance") || !strings.Contains(got, "1 of 2 approved") {
+		t.Fatalf("Activity says %q", got)
+	}
+	checkAxe(t, ctx, "Activity with calls waiting for others")
+	both("screen-activity")
+	fiona := approve("fiona")
+	until(t, fiona, `!document.querySelector('button[value="approve"]')`, "Fiona's approval is not in")
+	if err := chromedp.Do(fiona, chromedp.Navigate(e.BaseURL+"/approvals/"+quorumID)); err != nil {
+		t.Fatal(err)
+	}
+	until(t, fiona, `!!document.querySelector('[data-testid="outcome-who"]')`, "the result page does not say who decided")
+	if got := text(t, fiona, `[data-testid="outcome-who"]`); !strings.Contains(got, "Finn Finance") || !strings.Contains(got, "Fiona Finance") {
+		t.Fatalf("the quorum's result page says %q", got)
+	}
+	shotsOf(fiona, "screen-quorum-result")
 }

@@ -53,20 +53,22 @@ func (h *Handler) ActivityList(c echo.Context) error {
 		}
 		v.People = withCurrent(v.People, f.Person)
 	}
+	var ids []string
 	for _, call := range page.Calls {
-		v.Rows = append(v.Rows, activityRow(call, *user, names, f.Grant == ""))
+		if approval.CanonicalUUID(call.ApprovalID) {
+			ids = append(ids, call.ApprovalID)
+		}
+	}
+	open, err := h.DB.MayOpen(ctx, user.Subject, ids)
+	if err != nil {
+		return err
+	}
+	for _, call := range page.Calls {
+		v.Rows = append(v.Rows, activityRow(call, *user, names, f.Grant == "", open[call.ApprovalID]))
 	}
 	if flt.Before == 0 {
-		// Calls still waiting have no outcome yet; they lead the page with
-		// a way to decide them (issue 42), by the inbox's own rule.
-		waiting, err := h.DB.PendingFor(ctx, user.Subject)
-		if err != nil {
+		if err := h.activityWaiting(c, *user, &v); err != nil {
 			return err
-		}
-		for _, a := range waiting {
-			v.Waiting = append(v.Waiting, views.WaitingRow{ID: a.ID, ToolDisplay: a.ToolDisplay,
-				ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay), Agent: agentOf(a).KeyName,
-				CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt})
 		}
 	}
 	if page.HasOlder {
@@ -123,8 +125,8 @@ func activityURL(f views.ActivityFilterView, before int64) string {
 }
 
 // activityRow is one call as viewer reads it; grantLink adds the link to
-// every call of the call's grant.
-func activityRow(call db.ActivityCall, viewer db.User, names auditNames, grantLink bool) views.ActivityRow {
+// every call of the call's grant, mayOpen the link to its request page.
+func activityRow(call db.ActivityCall, viewer db.User, names auditNames, grantLink, mayOpen bool) views.ActivityRow {
 	r := views.ActivityRow{ID: call.ID, At: call.At, Outcome: call.Outcome(), Tool: call.ToolDisplay,
 		ToolID: call.Connector + " · " + call.Tool, Words: call.End(viewer).Words(), Agent: call.Agent,
 		Where: call.ConversationTitle}
@@ -145,8 +147,9 @@ func activityRow(call db.ActivityCall, viewer db.User, names auditNames, grantLi
 	if call.OwnerSubject != viewer.Subject {
 		r.Owner = call.OwnerName
 	}
-	// The request page is its deciders'; by default that is the owner.
-	if call.ApprovalID != "" && call.OwnerSubject == viewer.Subject {
+	// The request page is its deciders' alone (by default the owner; never
+	// the owner of a call a team or a quorum decides): no link to a 404.
+	if call.ApprovalID != "" && mayOpen {
 		r.RequestURL = "/approvals/" + call.ApprovalID
 	}
 	if call.GrantID != nil {

@@ -103,8 +103,10 @@ func (h *Handler) decideInBatch(c echo.Context, u db.User, id string, ans db.Ans
 }
 
 // batchRefusal says why a batch may not approve the item ("" when it
-// may), by the one rule (approval.BatchRefusal): a call with a red flag,
-// anything folded or a passkey step is decided on its own card. Rejecting
+// may), by the one rule (approval.BatchRefusal) read from the same card
+// texts the inbox row carries: a call with a red flag or a hidden
+// character anywhere on its card (its name, the agent's reason), anything
+// folded or a passkey step is decided on its own card. Rejecting
 // in a batch stays possible. An item the reviewer may not see is not
 // found, exactly as when it is decided.
 func (h *Handler) batchRefusal(ctx context.Context, id string, u db.User, dec approval.Decision) (db.Approval, string, error) {
@@ -119,7 +121,7 @@ func (h *Handler) batchRefusal(ctx context.Context, id string, u db.User, dec ap
 		// Decided, cancelled or expired meanwhile: the decision reports it.
 		return a, "", nil
 	}
-	return a, approval.BatchRefusal(a.Preview, a.Diff, a.ProofRequired), nil
+	return a, h.shownCard(a).BatchRefusal(), nil
 }
 
 // dedupe keeps the first of each id, in order.

@@ -13,17 +13,11 @@ import (
 // got: the approvals so far are read for quorum items only.
 func (h *Handler) decidersOf(ctx context.Context, a db.Approval, viewer string) views.DecidersView {
 	rule := a.Rule()
-	v := views.DecidersView{Needed: rule.Needed(), In: a.ApprovalsIn, ItemID: a.ID}
-	if !rule.IsOwner() || a.OwnerTeam != "" {
-		// A team's key has no owner but its team: the same rule as who
-		// sees the call (issue 42), so the words never say "the agent's
-		// owner" where any member of the team decides.
-		owner := "the agent's owner"
-		if a.OwnerSubject == "" {
-			owner = ""
-		}
-		v.Words = rule.Words(owner, a.OwnerTeam)
-	}
+	// One wording, from the same rule as who sees the call (issue 42): a
+	// team's key names its team, never "the agent's owner".
+	v := views.DecidersView{Needed: rule.Needed(), In: a.ApprovalsIn, ItemID: a.ID, Words: rule.CallWords(a.OwnerTeam),
+		OwnerDecides: rule.IsOwner() && a.OwnerTeam == ""}
+	v.OwnCall = v.OwnerDecides && a.OwnerSubject == viewer
 	switch {
 	case a.OwnerSubject == viewer:
 	case !rule.IsOwner():

@@ -54,23 +54,34 @@ func (h *Handler) cards(c echo.Context, list []db.Approval) []views.ApprovalCard
 	return out
 }
 
-func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
-	csrf, _ := c.Get(CtxCSRF).(string)
+// shownCard is item a's card as far as the item alone says: what the
+// reviewer reads of the call (the texts the batch's "seen whole" rule
+// reads too), its tool's behaviour and the answers offered.
+func (h *Handler) shownCard(a db.Approval) views.ApprovalCard {
 	ann := a.Annotations()
 	decisions := make([]approval.Decision, 0, len(a.AvailableDecisions))
 	for _, d := range a.AvailableDecisions {
 		decisions = append(decisions, approval.Decision(d))
 	}
-	card := views.ApprovalCard{
+	// The badges follow the call where its arguments say better than the
+	// tool's hints (one rule for the row, the card and the request page).
+	tool := approval.Behaviour{Destructive: ann.Destructive() && !ann.Unknown(), SendsOut: ann.OpenWorld() && !ann.ReadOnly() && !ann.Unknown()}
+	call := approval.CallBehaviour(tool, a.Preview, a.Diff)
+	return views.ApprovalCard{
 		ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 		Connector: a.Connector, Tool: a.Tool,
 		ConversationID: a.ConversationID, ConversationTitle: a.ConversationTitle, TurnID: a.TurnID,
-		AgentReason: a.AgentReason, Preview: a.Preview, Agent: agentOf(a), Diff: a.Diff,
-		Decisions: decisions, Destructive: ann.Destructive() && !ann.Unknown(), SendsOut: ann.OpenWorld() && !ann.ReadOnly() && !ann.Unknown(),
+		AgentReason: a.AgentReason, Preview: a.Preview, Agent: agentOf(a), Diff: a.Diff, Proof: a.ProofRequired,
+		Decisions: decisions, Destructive: call.Destructive, SendsOut: call.SendsOut, ToolWide: tool,
 		UnknownBehaviour: ann.Unknown(),
 		MaxGrant:         a.MaxGrant(), Durations: approval.GrantDurationsUpTo(a.MaxGrant()),
-		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(), CSRFToken: csrf,
+		CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Now: h.Now(),
 	}
+}
+
+func (h *Handler) card(c echo.Context, a db.Approval) views.ApprovalCard {
+	card := h.shownCard(a)
+	card.CSRFToken, _ = c.Get(CtxCSRF).(string)
 	if u := CurrentUser(c); u != nil {
 		card.Deciders = h.decidersOf(c.Request().Context(), a, u.Subject)
 	}

@@ -36,9 +36,6 @@ func (h *Handler) PendingOverview(c echo.Context) error {
 		}
 		row := views.PendingOverviewRow{ID: a.ID, ToolDisplay: a.ToolDisplay, ConnectorDisplay: connectorLabel(a.ConnectorKind, a.ConnectorDisplay),
 			AskedBy: a.APIKeyName + " for " + owner, Deciders: d.Words, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt, Yours: yours[a.ID]}
-		if row.Deciders == "" {
-			row.Deciders = "the agent's owner"
-		}
 		if d.Quorum() {
 			row.Progress = d.Progress()
 		}

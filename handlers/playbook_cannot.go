@@ -16,7 +16,7 @@ func (h *Handler) cannotPreapprove(ctx context.Context, toolID int64) (string, e
 		return "", err
 	}
 	if r := t.Rule(); !r.IsOwner() {
-		words := "its calls are decided by " + r.Words("the owner", "")
+		words := "its calls are decided by " + r.CallWords("")
 		if t.DecidersCondition != "" {
 			words += " (when " + t.DecidersCondition + ")"
 		}

@@ -48,7 +48,7 @@ func policyItem(t db.Tool, changed bool) views.PolicyItem {
 // policyDecidersWords says who decides the tool's calls, with the rule's
 // condition when one chooses it.
 func policyDecidersWords(t db.Tool) string {
-	w := t.Rule().Words("the agent's owner", "")
+	w := t.Rule().CallWords("")
 	if t.DecidersCondition != "" {
 		w += " (when " + t.DecidersCondition + ")"
 	}

@@ -85,27 +85,3 @@ func diffCounts(f approval.DiffFile) string {
 	}
 	return "+" + itoa(add) + " −" + itoa(rem)
 }
-
-// diffHasHidden reports whether a diff's shown text holds a hidden
-// character, so that the card warns as it does for the arguments.
-func diffHasHidden(d *approval.DiffPreview) bool {
-	if d == nil {
-		return false
-	}
-	if approval.HasHidden(d.Raw, approval.MultiLine) || approval.HasHidden(d.RawTail, approval.MultiLine) {
-		return true
-	}
-	for _, f := range d.Files {
-		if hasHidden(f.OldPath, f.NewPath) {
-			return true
-		}
-		for _, h := range f.Hunks {
-			for _, l := range h.Lines {
-				if approval.HasHidden(l.Text, approval.MultiLine) || approval.HasHidden(l.Tail, approval.MultiLine) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}

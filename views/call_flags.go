@@ -11,7 +11,7 @@ import (
 // (which the card warns about in a sentence of its own).
 func (c ApprovalCard) OwnFlags() []approval.CallFlag {
 	var out []approval.CallFlag
-	for _, f := range approval.CallFlags(c.Preview, c.Diff) {
+	for _, f := range c.Shown().Flags() {
 		switch f.Kind {
 		case approval.CallFlagLookAlike, approval.CallFlagUnreadable, approval.CallFlagUnparsed:
 			out = append(out, f)
@@ -93,6 +93,16 @@ func commandText(c approval.ShellCommand) string {
 	return s
 }
 
+// EditPairs are the edit's replacements, old before new, shown above the
+// arguments as sent when the agent's side sent no diff of its own (a diff
+// already reads old before new).
+func (c ApprovalCard) EditPairs() []approval.EditPair {
+	if c.Diff != nil {
+		return nil
+	}
+	return approval.EditPairs(c.Preview)
+}
+
 // argsID names a card's arguments, for links to them.
 func argsID(id string) string { return "args-" + id }
 
@@ -103,7 +113,7 @@ const endChars = 160
 // batch confirmation (the card shows them with their details).
 func (c ApprovalCard) FlagWords() string {
 	var out []string
-	for _, f := range approval.CallFlags(c.Preview, c.Diff) {
+	for _, f := range c.Shown().Flags() {
 		w := f.Words
 		if f.Subject != "" {
 			w += ": " + f.Subject
@@ -141,11 +151,11 @@ func (c ApprovalCard) End() string {
 // BatchRefusal says why the call will not be approved in a batch (see
 // approval.BatchRefusal), or "".
 func (c ApprovalCard) BatchRefusal() string {
-	proof := approval.ProofNone
+	s := c.Shown()
 	if c.PasskeyChallenge != "" {
-		proof = approval.ProofPasskey
+		s.Proof = approval.ProofPasskey
 	}
-	return approval.BatchRefusal(c.Preview, c.Diff, proof)
+	return approval.BatchRefusal(s)
 }
 
 // tail keeps the last n characters of s, marked "…" when cut.

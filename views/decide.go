@@ -42,7 +42,7 @@ func (c ApprovalCard) ConfirmWhy() string {
 // NoStandingWhy says in one line why a call offers no standing decision.
 func (c ApprovalCard) NoStandingWhy() string {
 	switch {
-	case c.Deciders.Words != "":
+	case c.Deciders.Words != "" && !c.Deciders.OwnerDecides:
 		// Standing consent is one person's own; this call's rule names others.
 		return "“Allow in this conversation” and “Always allow” are not offered: this call is decided by " + c.Deciders.Words + ", and standing approval is one person’s own."
 	case c.Destructive:

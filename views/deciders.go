@@ -6,8 +6,12 @@ import "fmt"
 // far it got; it is empty for a call only its owner decides.
 type DecidersView struct {
 	// Words names who decides ("two of finance (the agent's owner does
-	// not count)"); "" when the owner alone decides.
+	// not count)", "any member of platform", "the agent's owner"), by
+	// approval.DeciderRule.CallWords.
 	Words string
+	// OwnerDecides: the agent's owner (a person) alone decides; OwnCall:
+	// and that is the viewer, so the card does not repeat who decides.
+	OwnerDecides, OwnCall bool
 	// Needed and In count a quorum's approvals (Needed 1: no quorum), and
 	// Approvers names who approved so far, in order.
 	Needed, In int

@@ -112,7 +112,7 @@ func decidersLine(d DecidersView) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		if d.Words != "" {
+		if d.Words != "" && !d.OwnCall {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<p class=\"deciders\" data-testid=\"deciders\"><b>Who decides:</b>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -29,8 +29,12 @@ type ApprovalCard struct {
 	AgentReason string
 	Preview     approval.ArgumentPreview
 	Decisions   []approval.Decision
+	// Destructive and SendsOut are what this call may do, by the one rule
+	// (approval.CallBehaviour); ToolWide is what its tool's hints say of
+	// every call.
 	Destructive bool
 	SendsOut    bool
+	ToolWide    approval.Behaviour
 	// UnknownBehaviour: the runtime sent no hints for the tool, so nothing
 	// is known of what it does (it is then neither Destructive nor SendsOut).
 	UnknownBehaviour bool
@@ -61,6 +65,8 @@ type ApprovalCard struct {
 	// NoPasskey: approving needs a passkey and the viewer has none yet.
 	NoPasskey           bool
 	ApprovedWithPasskey string
+	// Proof is what approving needs besides a click (a passkey, or none).
+	Proof approval.Proof
 	// Deciders says who may decide the call (empty: its owner alone).
 	Deciders DecidersView
 	// Away says whom the viewer decides for and whether the call was
@@ -247,22 +253,18 @@ func (c ApprovalCard) LookAlikeHosts() []approval.HostCheck {
 	return out
 }
 
+// Shown is everything a reviewer reads of the call on its card, for the
+// one rule (approval.ShownCall) that says whether it was seen whole.
+func (c ApprovalCard) Shown() approval.ShownCall {
+	return approval.ShownCall{Preview: c.Preview, Diff: c.Diff, Reason: c.AgentReason, Proof: c.Proof,
+		Names: []string{c.ToolDisplay, c.ConnectorDisplay, c.Connector, c.Tool, c.ConversationID, c.TurnID,
+			c.Agent.KeyName, c.Agent.Client, c.Agent.Host, c.Agent.Directory}}
+}
+
 // HasHidden reports whether anything a reviewer reads on the card (an
 // argument key or value, the raw arguments, the agent's reason, the names
 // and ids) holds a hidden or direction-changing character.
-func (c ApprovalCard) HasHidden() bool {
-	if hasHidden(c.ToolDisplay, c.ConnectorDisplay, c.Connector, c.Tool, c.ConversationID, c.TurnID) ||
-		approval.HasHidden(c.AgentReason, approval.MultiLine) || c.Preview.RawHidden || c.Preview.MoreHidden || approval.HasHidden(c.Preview.Raw+c.Preview.RawTail, approval.MultiLine) ||
-		c.Agent.HasHidden() || diffHasHidden(c.Diff) {
-		return true
-	}
-	for _, l := range c.Preview.Lines {
-		if lineHasHidden(l) {
-			return true
-		}
-	}
-	return false
-}
+func (c ApprovalCard) HasHidden() bool { return c.Shown().Hidden() }
 
 // lineHasHidden reports whether an argument's key or value holds a hidden
 // character, so that its line is flagged.

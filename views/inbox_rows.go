@@ -111,37 +111,33 @@ func (c ApprovalCard) RowArgs() string {
 }
 
 // RowFlags splits the row's risks: the call's own red flags, shown as
-// badges first, and what its tool does in general, folded into one quiet
-// mark. A tool-wide risk the card knows better of is left out: an edit
-// whose diff names only files in the workspace does not send data out.
+// badges first, and what its tool does (as it applies to this call: see
+// approval.CallBehaviour), folded into one quiet mark.
 func (c ApprovalCard) RowFlags() (own, tool []RiskFlag) {
 	for _, f := range c.RiskFlags() {
-		switch {
-		case f.Tone == "bad":
+		if f.Tone == "bad" {
 			own = append(own, f)
-		case f.Token == "sends-out" && c.workspaceEdit():
-		default:
+		} else {
 			tool = append(tool, f)
 		}
 	}
 	return own, tool
 }
 
-// workspaceEdit reports a call whose diff changes only files named by a
-// relative path inside the workspace.
-func (c ApprovalCard) workspaceEdit() bool {
-	d := c.Diff
-	if d == nil || !d.Parsed || len(d.Files) == 0 {
-		return false
+// CallSaysBetter names, in words, what the tool does in general that this
+// call, as read, does not ("" when the badges are the tool's own).
+func (c ApprovalCard) CallSaysBetter() string {
+	var ws []string
+	if c.ToolWide.Destructive && !c.Destructive {
+		ws = append(ws, "make changes that can’t be undone")
 	}
-	for _, f := range d.Files {
-		for _, p := range []string{f.OldPath, f.NewPath} {
-			if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "..") || strings.Contains(p, "/../") {
-				return false
-			}
-		}
+	if c.ToolWide.SendsOut && !c.SendsOut {
+		ws = append(ws, "send data out")
 	}
-	return true
+	if len(ws) == 0 {
+		return ""
+	}
+	return "This tool can " + strings.Join(ws, " and ") + "; as Countersign reads this call, it does not."
 }
 
 // toolMarkWords says in one line what the tool does in general.

@@ -19,6 +19,9 @@ func TestActivityListsWaitingCalls(t *testing.T) {
 	if !strings.Contains(body, `data-testid="activity-waiting"`) || !strings.Contains(body, `href="/approvals/`+id+`" data-testid="activity-decide"`) {
 		t.Fatal("the waiting call is not listed with a link to decide it")
 	}
+	if !strings.Contains(body, "No decided calls yet") || strings.Contains(body, "<strong>No calls</strong>") {
+		t.Fatal("with a call waiting and none decided, the empty list says there are no calls")
+	}
 	if s, _ := decide(l.Member, id, "reject"); s >= 400 {
 		t.Fatalf("reject: %d", s)
 	}

@@ -52,6 +52,9 @@ type appClient struct {
 func (s *agentSetup) startAppServer(t *testing.T, countersignURL string, script ...toolCall) *appClient {
 	t.Helper()
 	home, work := t.TempDir(), t.TempDir()
+	if s.prepareWork != nil {
+		s.prepareWork(t, work)
+	}
 	c := &appClient{t: t, wake: make(chan struct{}, 1), done: make(chan struct{}), work: work}
 	c.model = newFakeModel(t, openAIResponses, script...)
 	config := strings.Join([]string{
@@ -232,12 +235,18 @@ func (c *appClient) received(match func(appMsg) bool) bool {
 // and one turn; it returns the thread and turn ids.
 func (c *appClient) startTurn() (thread, turn string) {
 	c.t.Helper()
+	return c.startTurnIn("workspace-write")
+}
+
+// startTurnIn is startTurn with the sandbox given.
+func (c *appClient) startTurnIn(sandbox string) (thread, turn string) {
+	c.t.Helper()
 	var ts struct {
 		Thread struct {
 			ID string `json:"id"`
 		} `json:"thread"`
 	}
-	c.request("thread/start", map[string]any{"cwd": c.work, "approvalPolicy": "untrusted", "sandbox": "workspace-write"}, &ts)
+	c.request("thread/start", map[string]any{"cwd": c.work, "approvalPolicy": "untrusted", "sandbox": sandbox}, &ts)
 	var tr struct {
 		Turn struct {
 			ID string `json:"id"`
@@ -377,6 +386,71 @@ func TestCodexAppServer(t *testing.T) {
 		c.turnDone()
 		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
 			t.Fatal("the rejected command ran")
+		}
+	})
+
+	// A patch that changes a file and adds one: the card shows the diff of
+	// the changes the app-server announced, and the files become what the
+	// card showed.
+	t.Run("FileChangeShowsItsDiff", func(t *testing.T) {
+		s.prepareWork = func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer func() { s.prepareWork = nil }()
+		c := s.startAppServer(t, s.e.BaseURL, toolCall{"apply_patch",
+			"*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two\n+TWO \u202e reviewed\n three\n*** Add File: added.txt\n+added line\n*** End Patch\n"})
+		c.startTurnIn("read-only")
+		callID := s.pendingFor(t, c, "codex", "apply_patch")
+		card := cardFor(t, s.tab, s.e, callID)
+		diff := text(t, s.tab, card+` [data-testid="diff"]`)
+		for _, want := range []string{"notes.txt", "added.txt", "two", "TWO ⟨U+202E⟩ reviewed", "added line"} {
+			if !strings.Contains(diff, want) {
+				t.Fatalf("the card's diff does not show %q:\n%s", want, diff)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(c.work, "added.txt")); err == nil {
+			t.Fatal("the patch landed before the person approved")
+		}
+		s.decide(t, callID, "approve", "")
+		item := c.itemDone("fileChange", 0)
+		if item["status"] != "completed" {
+			t.Fatalf("the file change ended %v", item["status"])
+		}
+		c.turnDone()
+		for name, want := range map[string]string{"notes.txt": "one\nTWO \u202e reviewed\nthree\n", "added.txt": "added line\n"} {
+			if b, err := os.ReadFile(filepath.Join(c.work, name)); err != nil || string(b) != want {
+				t.Fatalf("%s is %q (%v), the card showed %q", name, b, err, want)
+			}
+		}
+		if c.sawApprovalRequest() {
+			t.Fatal("the client was sent the approval request the proxy answered")
+		}
+	})
+
+	// The IDE interrupts the turn while the person has not answered: the
+	// app-server resolves its request, and the proxy cancels the item.
+	t.Run("InterruptedTurnCancelsTheItem", func(t *testing.T) {
+		c := s.startAppServer(t, s.e.BaseURL, toolCall{"exec_command", `{"cmd":"echo interrupted >> out.txt"}`})
+		thread, turn := c.startTurn()
+		callID := s.pendingFor(t, c, "codex", "Bash")
+		c.request("turn/interrupt", map[string]any{"threadId": thread, "turnId": turn}, nil)
+		if status := c.turnDone(); status != "interrupted" {
+			t.Fatalf("the turn ended %q", status)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND status = 'cancelled'`, callID) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the interrupted turn's item was not cancelled")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
+			t.Fatal("the interrupted command ran")
+		}
+		if c.sawApprovalRequest() {
+			t.Fatal("the client was asked")
 		}
 	})
 

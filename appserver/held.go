@@ -34,6 +34,7 @@ func (p *Proxy) take(ctx context.Context, f frame) bool {
 	if !ok {
 		return false
 	}
+	p.opt.Log.Debug("answering an approval request", "method", f.Method, "params", string(f.Params))
 	key := idKey(f.ID)
 	hctx, cancel := context.WithCancel(ctx)
 	h := &heldItem{cancel: cancel, thread: q.call.ConversationID, turn: q.call.TurnID}

@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/countersign/countersign/approval"
+	"github.com/countersign/countersign/client"
 	"github.com/countersign/countersign/dev"
+	"github.com/countersign/countersign/hook"
 )
 
 // The Codex app-server end-to-end tests drive the pinned `codex
@@ -74,7 +78,7 @@ func (s *agentSetup) startAppServer(t *testing.T, countersignURL string, script 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
-	cmd := exec.CommandContext(ctx, s.hook, "codex-app-server", "--url", countersignURL, "--user", dev.DemoMember.Subject,
+	cmd := exec.CommandContext(ctx, s.hook, "codex-app-server", "-v", "--url", countersignURL, "--user", dev.DemoMember.Subject,
 		"--api-key-file", s.keyFile, "--", filepath.Join(s.bin, "codex"), "app-server")
 	cmd.Dir = work
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "HOME=" + home, "CODEX_HOME=" + home,
@@ -329,8 +333,47 @@ func (s *agentSetup) pendingFor(t *testing.T, c *appClient, connector, tool stri
 	}
 }
 
+// standing registers one of Codex's tools and lets its policy offer
+// standing approval, so that the card's standing decisions are the ones
+// the app-server offers.
+func (s *agentSetup) standing(t *testing.T, tool string) {
+	t.Helper()
+	target, err := hook.CodexTarget(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.New(s.e.BaseURL, s.key).RegisterTool(context.Background(), target.Connector, target.Registration); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.e.DB.SetToolPolicy(context.Background(), approval.SystemActor, target.Connector, target.Tool, approval.Policy{
+		Mode: approval.ModeRequireApproval, StandingApproval: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// decideStanding presses a standing decision on the call's card and
+// confirms it in the dialog.
+func (s *agentSetup) decideStanding(t *testing.T, callID, decision string) {
+	t.Helper()
+	card := cardFor(t, s.tab, s.e, callID)
+	if err := chromedp.Do(s.tab, chromedp.Click(chromedp.CSS(card+` button[value="`+decision+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm-standing"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm-standing"]`))); err != nil {
+		t.Fatalf("%s in the inbox: %v", decision, err)
+	}
+}
+
+// answered counts the approval requests the proxy answered (its debug log).
+func (c *appClient) answered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Count(c.stderr.String(), "answering an approval request")
+}
+
 func TestCodexAppServer(t *testing.T) {
 	s := newAgentSetup(t)
+	s.standing(t, "Bash")
+	s.standing(t, "apply_patch")
 
 	t.Run("ApprovedCommandRunsOnce", func(t *testing.T) {
 		c := s.startAppServer(t, s.e.BaseURL, toolCall{"exec_command", `{"cmd":"echo approved >> out.txt"}`})
@@ -351,6 +394,13 @@ func TestCodexAppServer(t *testing.T) {
 			t.Fatalf("the card names the runtime %q", runtime)
 		}
 		card := cardFor(t, s.tab, s.e, callID)
+		// The policy offers every standing decision; the app-server offers
+		// accept, its execpolicy amendment and cancel: the card offers
+		// Approve, Reject and "Always allow" (as the amendment) only.
+		offered := eval[string](t, s.tab, `[...document.querySelectorAll('`+card+` button[name="decision"]')].map(b => b.value).join(',')`)
+		if offered != "approve,reject,always" {
+			t.Fatalf("the card offers %s", offered)
+		}
 		shown := text(t, s.tab, card)
 		for _, want := range []string{"echo approved >> out.txt", "E2E IDE 1.2.3 through Codex app-server", c.work} {
 			if !strings.Contains(shown, want) {
@@ -451,6 +501,39 @@ func TestCodexAppServer(t *testing.T) {
 		}
 		if c.sawApprovalRequest() {
 			t.Fatal("the client was asked")
+		}
+	})
+
+	// "Allow in this conversation" on a file change is Codex's
+	// acceptForSession: its next change to the same file in the thread
+	// runs without a request, so without a card.
+	t.Run("AcceptForSessionCoversTheThread", func(t *testing.T) {
+		s.prepareWork = func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer func() { s.prepareWork = nil }()
+		c := s.startAppServer(t, s.e.BaseURL,
+			toolCall{"apply_patch", "*** Begin Patch\n*** Update File: notes.txt\n@@\n-one\n+ONE\n two\n*** End Patch\n"},
+			toolCall{"apply_patch", "*** Begin Patch\n*** Update File: notes.txt\n@@\n ONE\n-two\n+TWO\n*** End Patch\n"})
+		thread, _ := c.startTurnIn("read-only")
+		callID := s.pendingFor(t, c, "codex", "apply_patch")
+		s.decideStanding(t, callID, "approve_conversation")
+		for n := range 2 {
+			if item := c.itemDone("fileChange", n); item["status"] != "completed" {
+				t.Fatalf("file change %d ended %v", n, item["status"])
+			}
+		}
+		c.turnDone()
+		if b, err := os.ReadFile(filepath.Join(c.work, "notes.txt")); err != nil || string(b) != "ONE\nTWO\n" {
+			t.Fatalf("notes.txt: %q %v", b, err)
+		}
+		if n := c.answered(); n != 1 {
+			t.Fatalf("the app-server asked %d times; acceptForSession should have covered the second change", n)
+		}
+		if n := s.count(t, `SELECT count(*) FROM approvals WHERE conversation_id = $1`, thread); n != 1 {
+			t.Fatalf("%d items in the thread", n)
 		}
 	})
 

@@ -34,6 +34,9 @@ type commandParams struct {
 type available struct {
 	session   bool
 	amendment []string // the amendment acceptWithExecpolicyAmendment carries
+	// hostRule is the "allow" rule applyNetworkPolicyAmendment carries for
+	// a network prompt, when offered.
+	hostRule json.RawMessage
 }
 
 // availableOf reads availableDecisions. Without it (older servers), a
@@ -57,9 +60,21 @@ func availableOf(c commandParams, kind string) available {
 			Accept *struct {
 				Amendment []string `json:"execpolicy_amendment"`
 			} `json:"acceptWithExecpolicyAmendment"`
+			Network *struct {
+				Rule json.RawMessage `json:"network_policy_amendment"`
+			} `json:"applyNetworkPolicyAmendment"`
 		}
-		if json.Unmarshal(raw, &obj) == nil && obj.Accept != nil && len(obj.Accept.Amendment) > 0 {
+		if json.Unmarshal(raw, &obj) != nil {
+			continue
+		}
+		if obj.Accept != nil && len(obj.Accept.Amendment) > 0 {
 			a.amendment = obj.Accept.Amendment
+		}
+		var rule struct {
+			Action string `json:"action"`
+		}
+		if obj.Network != nil && json.Unmarshal(obj.Network.Rule, &rule) == nil && rule.Action == "allow" {
+			a.hostRule = obj.Network.Rule
 		}
 	}
 	return a
@@ -129,7 +144,10 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 	if kind != kindCommand && kind != kindHumanCommand {
 		return asked{}, false
 	}
-	if c.Command == nil || strings.TrimSpace(*c.Command) == "" || hasValue(c.NetworkApprovalContext) {
+	if hasValue(c.NetworkApprovalContext) {
+		return networkRequest(c, kind)
+	}
+	if c.Command == nil || strings.TrimSpace(*c.Command) == "" {
 		return asked{}, false
 	}
 	t, err := hook.CodexTarget("Bash")

@@ -30,6 +30,8 @@ func (p *Proxy) take(ctx context.Context, f frame) bool {
 		q, ok = p.commandRequest(f.Params)
 	case methodFileApproval:
 		q, ok = p.fileRequest(f.Params)
+	case methodPermissionsApproval:
+		q, ok = p.permissionsRequest(f.Params)
 	}
 	if !ok {
 		return false
@@ -64,6 +66,8 @@ type asked struct {
 	// answer is the app-server's decision for an outcome; err not nil means
 	// Countersign could not be asked (decline).
 	answer func(out client.Outcome, err error) any
+	// result, when set, is the whole result instead of {"decision": …}.
+	result func(out client.Outcome, err error) map[string]any
 }
 
 // decide asks Countersign and answers the app-server, unless the request
@@ -84,6 +88,10 @@ func (p *Proxy) decide(ctx, hctx context.Context, f frame, key string, h *heldIt
 	}
 	if err != nil {
 		p.opt.Log.Warn("Countersign could not decide; answering decline", "method", f.Method, "err", p.redact(err.Error()))
+	}
+	if q.result != nil {
+		p.answer(f, q.result(out, err))
+		return
 	}
 	p.answer(f, map[string]any{"decision": q.answer(out, err)})
 }

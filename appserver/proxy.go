@@ -41,7 +41,7 @@ const (
 )
 
 // Answered are the server requests the proxy answers through Countersign.
-var Answered = []string{methodCommandApproval, methodFileApproval}
+var Answered = []string{methodCommandApproval, methodFileApproval, methodPermissionsApproval}
 
 // Options configure a Proxy.
 type Options struct {

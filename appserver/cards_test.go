@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
 )
 
@@ -140,4 +141,18 @@ func TestCommandCheck(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func TestPersonsWords(t *testing.T) {
+	plain := approval.Message(approval.CodeApprovalDenied, approval.MessageInput{Tool: "Bash"})
+	worded := approval.Message(approval.CodeApprovalDenied, approval.MessageInput{Tool: "Bash", UserReason: "not today"})
+	if w := personsWords(client.Outcome{Code: "approval_denied", Message: plain}, "Bash"); w != "" {
+		t.Fatalf("a rejection without words steered %q", w)
+	}
+	if w := personsWords(client.Outcome{Code: "approval_denied", Message: worded}, "Bash"); w != worded {
+		t.Fatalf("words %q", w)
+	}
+	if w := personsWords(client.Outcome{Code: "approval_timeout", Message: "x"}, "Bash"); w != "" {
+		t.Fatalf("a timeout steered %q", w)
+	}
 }

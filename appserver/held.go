@@ -94,6 +94,9 @@ func (p *Proxy) decide(ctx, hctx context.Context, f frame, key string, h *heldIt
 		return
 	}
 	p.answer(f, map[string]any{"decision": q.answer(out, err)})
+	if words := personsWords(out, q.call.Tool); err == nil && words != "" {
+		p.steer(ctx, h.thread, h.turn, words)
+	}
 }
 
 // gate asks once; a tool the server does not know yet is registered and

@@ -62,6 +62,7 @@ type Proxy struct {
 	clientName string               // from initialize's clientInfo
 	changes    map[string]fileItem  // fileChange items by id, from item/started
 	held       map[string]*heldItem // requests being decided, by JSON id
+	own        map[string]bool      // the proxy's own requests awaiting an answer
 	wg         sync.WaitGroup
 }
 
@@ -71,7 +72,7 @@ func New(opt Options) *Proxy {
 		opt.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	host, _ := os.Hostname()
-	return &Proxy{opt: opt, host: host, changes: map[string]fileItem{}, held: map[string]*heldItem{}}
+	return &Proxy{opt: opt, host: host, changes: map[string]fileItem{}, held: map[string]*heldItem{}, own: map[string]bool{}}
 }
 
 type lockedWriter struct {
@@ -171,6 +172,9 @@ func (p *Proxy) serverLoop(ctx context.Context, r io.Reader) error {
 		var f frame
 		if json.Unmarshal(line, &f) != nil {
 			return p.toClient.write(line)
+		}
+		if p.ownAnswer(f) {
+			return nil
 		}
 		if f.request() {
 			if p.take(ctx, f) {

@@ -437,6 +437,13 @@ func TestCodexAppServer(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
 			t.Fatal("the rejected command ran")
 		}
+		// The decline carries no words: the model gets them as input.
+		if !strings.Contains(c.model.received(), "Not on a Friday afternoon") {
+			t.Fatalf("the model was not given the person's words:\n%.3000s", c.model.received())
+		}
+		if c.received(func(m appMsg) bool { return strings.Contains(string(m.ID), "countersign-") }) {
+			t.Fatal("the client was sent the answer to the proxy's own request")
+		}
 	})
 
 	// A patch that changes a file and adds one: the card shows the diff of

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,7 @@ type appClient struct {
 	nextID int
 	done   chan struct{}
 	work   string
+	proc   *os.Process // countersign codex-app-server
 	model  *fakeModel
 	stderr strings.Builder
 }
@@ -98,6 +100,7 @@ func (s *agentSetup) startAppServer(t *testing.T, countersignURL string, script 
 		cancel()
 		t.Fatal(err)
 	}
+	c.proc = cmd.Process
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -544,6 +547,28 @@ func TestCodexAppServer(t *testing.T) {
 		}
 	})
 
+	// The proxy killed outright: the app-server and everything it started
+	// end with it, so nothing runs unguarded.
+	t.Run("AppServerDiesWithTheProxy", func(t *testing.T) {
+		c := s.startAppServer(t, s.e.BaseURL)
+		kids := descendants(c.proc.Pid)
+		if len(kids) == 0 {
+			t.Fatal("no app-server under the proxy")
+		}
+		if err := c.proc.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for _, pid := range kids {
+			for alive(pid) {
+				if time.Now().After(deadline) {
+					t.Fatalf("process %d (%s) outlived the proxy", pid, cmdline(pid))
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	})
+
 	t.Run("UnreachableDeclines", func(t *testing.T) {
 		c := s.startAppServer(t, s.closed, toolCall{"exec_command", `{"cmd":"echo unguarded >> out.txt"}`})
 		c.startTurn()
@@ -559,4 +584,35 @@ func TestCodexAppServer(t *testing.T) {
 			t.Fatal("the client was asked instead")
 		}
 	})
+}
+
+// descendants are the processes under pid, from /proc.
+func descendants(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(w); err == nil {
+				out = append(out, k)
+				out = append(out, descendants(k)...)
+			}
+		}
+	}
+	return out
+}
+
+// alive: the process exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return strings.ReplaceAll(string(b), "\x00", " ")
 }

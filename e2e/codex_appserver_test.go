@@ -84,7 +84,7 @@ func (s *agentSetup) startAppServer(t *testing.T, countersignURL string, script 
 		"--api-key-file", s.keyFile, "--", filepath.Join(s.bin, "codex"), "app-server")
 	cmd.Dir = work
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "HOME=" + home, "CODEX_HOME=" + home,
-		"FAKE_MODEL_API_KEY=sk-fake-model-key"}
+		"FAKE_MODEL_API_KEY=sk-fake-model-key", "COUNTERSIGN_API_KEY=" + s.key}
 	cmd.Stderr = &lockedBuilder{b: &c.stderr, mu: &c.mu}
 	cmd.WaitDelay = 5 * time.Second
 	in, err := cmd.StdinPipe()
@@ -379,7 +379,7 @@ func TestCodexAppServer(t *testing.T) {
 	s.standing(t, "apply_patch")
 
 	t.Run("ApprovedCommandRunsOnce", func(t *testing.T) {
-		c := s.startAppServer(t, s.e.BaseURL, toolCall{"exec_command", `{"cmd":"echo approved >> out.txt"}`})
+		c := s.startAppServer(t, s.e.BaseURL, toolCall{"exec_command", `{"cmd":"echo approved >> out.txt; env > env.txt"}`})
 		thread, turn := c.startTurn()
 		callID := s.pendingFor(t, c, "codex", "Bash")
 		if _, err := os.Stat(filepath.Join(c.work, "out.txt")); err == nil {
@@ -405,7 +405,7 @@ func TestCodexAppServer(t *testing.T) {
 			t.Fatalf("the card offers %s", offered)
 		}
 		shown := text(t, s.tab, card)
-		for _, want := range []string{"echo approved >> out.txt", "E2E IDE 1.2.3 through Codex app-server", c.work} {
+		for _, want := range []string{"echo approved >> out.txt; env > env.txt", "E2E IDE 1.2.3 through Codex app-server", c.work} {
 			if !strings.Contains(shown, want) {
 				t.Fatalf("the card does not show %q:\n%s", want, shown)
 			}
@@ -418,6 +418,12 @@ func TestCodexAppServer(t *testing.T) {
 		c.turnDone()
 		if b, err := os.ReadFile(filepath.Join(c.work, "out.txt")); err != nil || string(b) != "approved\n" {
 			t.Fatalf("out.txt: %q %v (the command ran not exactly once)", b, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(c.work, "env.txt")); err != nil || !strings.Contains(string(b), "PATH=") {
+			t.Fatalf("the command did not write its environment: %v", err)
+		}
+		if files := keyIn(t, c.work, s.key); len(files) > 0 {
+			t.Fatalf("the API key reached the workspace: %v", files)
 		}
 		if c.sawApprovalRequest() {
 			t.Fatal("the client was sent the approval request the proxy answered")

@@ -44,6 +44,9 @@ func runCodexApp(ctx context.Context, args []string, _, stderr io.Writer) error 
 	log := newLogger(stderr, level) // stdout is the protocol
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stderr = stderr
+	// Codex runs the model's commands with its environment: the key stays
+	// here.
+	cmd.Env = appserver.ChildEnv(os.Environ())
 	// The app-server ends with this process, even one killed: its input
 	// closes, and on Linux the kernel also sends it SIGTERM.
 	cmd.SysProcAttr = childProcAttr()

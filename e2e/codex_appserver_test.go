@@ -575,6 +575,29 @@ func TestCodexAppServer(t *testing.T) {
 		}
 	})
 
+	// "Always allow" on a command is Codex's proposed execpolicy amendment:
+	// the same command later in the thread runs without a request.
+	t.Run("AlwaysIsTheExecpolicyAmendment", func(t *testing.T) {
+		c := s.startAppServer(t, s.e.BaseURL,
+			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`},
+			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`})
+		c.startTurn()
+		callID := s.pendingFor(t, c, "codex", "Bash")
+		s.decideStanding(t, callID, "always")
+		for n := range 2 {
+			if item := c.itemDone("commandExecution", n); item["status"] != "completed" {
+				t.Fatalf("command %d ended %v", n, item["status"])
+			}
+		}
+		c.turnDone()
+		if b, err := os.ReadFile(filepath.Join(c.work, "out.txt")); err != nil || string(b) != "always\nalways\n" {
+			t.Fatalf("out.txt: %q %v", b, err)
+		}
+		if n := c.answered(); n != 1 {
+			t.Fatalf("the app-server asked %d times; the amendment should have covered the second command", n)
+		}
+	})
+
 	t.Run("UnreachableDeclines", func(t *testing.T) {
 		c := s.startAppServer(t, s.closed, toolCall{"exec_command", `{"cmd":"echo unguarded >> out.txt"}`})
 		c.startTurn()

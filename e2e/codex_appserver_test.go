@@ -354,16 +354,50 @@ func (s *agentSetup) standing(t *testing.T, tool string) {
 	}
 }
 
-// decideStanding presses a standing decision on the call's card and
-// confirms it in the dialog.
-func (s *agentSetup) decideStanding(t *testing.T, callID, decision string) {
+// read scrolls the card as a person reads it: its red flags, then its end
+// (Approve is held until both have been on screen, static/ready.js).
+func (s *agentSetup) read(t *testing.T, card string) {
+	t.Helper()
+	for _, js := range []string{
+		`(() => { const f = document.querySelector('` + card + ` [data-call-flags]'); if (f) f.scrollIntoView({block: 'start'}); return true })()`,
+		`(() => { document.querySelector('` + card + ` form.decide').scrollIntoView({block: 'end'}); return true })()`,
+	} {
+		eval[bool](t, s.tab, js)
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// decideRead reads the call's card and makes the person's decision on it
+// (confirming a standing one), until the item is no longer pending.
+func (s *agentSetup) decideRead(t *testing.T, callID, decision, words string) {
 	t.Helper()
 	card := cardFor(t, s.tab, s.e, callID)
-	if err := chromedp.Do(s.tab, chromedp.Click(chromedp.CSS(card+` button[value="`+decision+`"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm-standing"]`)),
-		chromedp.Click(chromedp.CSS(`[data-testid="confirm-standing"]`))); err != nil {
-		t.Fatalf("%s in the inbox: %v", decision, err)
+	if words != "" {
+		if err := chromedp.Do(s.tab, chromedp.SendKeys(chromedp.CSS(card+` textarea`), words)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	standing := decision == "approve_conversation" || decision == "always"
+	for range 5 {
+		s.read(t, card)
+		actions := []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.CSS(card + ` button[value="` + decision + `"]`))}
+		if standing {
+			actions = append(actions, chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm-standing"]`)),
+				chromedp.Click(chromedp.CSS(`[data-testid="confirm-standing"]`)))
+		}
+		if err := chromedp.Do(s.tab, actions...); err != nil {
+			t.Fatalf("%s in the inbox: %v", decision, err)
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			if s.count(t, `SELECT count(*) FROM approvals WHERE call_id = $1 AND status = 'pending'`, callID) == 0 {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("%s did not take: %s", decision, eval[string](t, s.tab, `(document.querySelector('`+card+` [data-ready-status]') || {}).textContent || ''`))
+	}
+	t.Fatalf("%s in the inbox did not decide the item", decision)
 }
 
 // answered counts the approval requests the proxy answered (its debug log).
@@ -410,7 +444,7 @@ func TestCodexAppServer(t *testing.T) {
 				t.Fatalf("the card does not show %q:\n%s", want, shown)
 			}
 		}
-		s.decide(t, callID, "approve", "")
+		s.decideRead(t, callID, "approve", "")
 		item := c.itemDone("commandExecution", 0)
 		if item["status"] != "completed" {
 			t.Fatalf("the command item ended %v", item["status"])
@@ -437,7 +471,7 @@ func TestCodexAppServer(t *testing.T) {
 		c := s.startAppServer(t, s.e.BaseURL, toolCall{"exec_command", `{"cmd":"echo rejected >> out.txt"}`})
 		c.startTurn()
 		callID := s.pendingFor(t, c, "codex", "Bash")
-		s.decide(t, callID, "reject", "Not on a Friday afternoon")
+		s.decideRead(t, callID, "reject", "Not on a Friday afternoon")
 		item := c.itemDone("commandExecution", 0)
 		if item["status"] != "declined" {
 			t.Fatalf("the rejected command's item ended %v", item["status"])
@@ -479,7 +513,7 @@ func TestCodexAppServer(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(c.work, "added.txt")); err == nil {
 			t.Fatal("the patch landed before the person approved")
 		}
-		s.decide(t, callID, "approve", "")
+		s.decideRead(t, callID, "approve", "")
 		item := c.itemDone("fileChange", 0)
 		if item["status"] != "completed" {
 			t.Fatalf("the file change ended %v", item["status"])
@@ -535,7 +569,7 @@ func TestCodexAppServer(t *testing.T) {
 			toolCall{"apply_patch", "*** Begin Patch\n*** Update File: notes.txt\n@@\n ONE\n-two\n+TWO\n*** End Patch\n"})
 		thread, _ := c.startTurnIn("read-only")
 		callID := s.pendingFor(t, c, "codex", "apply_patch")
-		s.decideStanding(t, callID, "approve_conversation")
+		s.decideRead(t, callID, "approve_conversation", "")
 		for n := range 2 {
 			if item := c.itemDone("fileChange", n); item["status"] != "completed" {
 				t.Fatalf("file change %d ended %v", n, item["status"])
@@ -583,7 +617,7 @@ func TestCodexAppServer(t *testing.T) {
 			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`})
 		c.startTurn()
 		callID := s.pendingFor(t, c, "codex", "Bash")
-		s.decideStanding(t, callID, "always")
+		s.decideRead(t, callID, "always", "")
 		for n := range 2 {
 			if item := c.itemDone("commandExecution", n); item["status"] != "completed" {
 				t.Fatalf("command %d ended %v", n, item["status"])

@@ -504,6 +504,12 @@ func TestCodexAppServer(t *testing.T) {
 		c.startTurnIn("read-only")
 		callID := s.pendingFor(t, c, "codex", "apply_patch")
 		card := cardFor(t, s.tab, s.e, callID)
+		// A file change answers accept, acceptForSession, decline or cancel:
+		// no "Always allow", whatever the policy offers.
+		offered := eval[string](t, s.tab, `[...document.querySelectorAll('`+card+` button[name="decision"]')].map(b => b.value).join(',')`)
+		if offered != "approve,reject,approve_conversation" {
+			t.Fatalf("the file change's card offers %s", offered)
+		}
 		diff := text(t, s.tab, card+` [data-testid="diff"]`)
 		for _, want := range []string{"notes.txt", "added.txt", "two", "TWO ⟨U+202E⟩ reviewed", "added line"} {
 			if !strings.Contains(diff, want) {

@@ -69,6 +69,10 @@ type Call struct {
 	// passkey, whatever the tool's policy says; Gate then refuses to run an
 	// approval the claim says was made without one (issue 33).
 	Proof string `json:"proof,omitempty"`
+	// OfferedDecisions (optional) are the decisions this runtime can carry
+	// out: the card offers no other standing decision (approve and reject
+	// always). Nil offers all the policy allows.
+	OfferedDecisions []string `json:"offered_decisions,omitempty"`
 }
 
 // Runtime is what a runtime says about itself, shown to the reviewer as

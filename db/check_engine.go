@@ -75,6 +75,9 @@ type CheckRequest struct {
 	// Proof is what the runtime asks an approval of this call to carry
 	// (passkey step-up, issue 33): stronger than the tool's, never weaker.
 	Proof approval.Proof
+	// OfferedDecisions, when not nil, are the decisions the runtime can
+	// carry out: the item offers no other standing decision.
+	OfferedDecisions []string
 }
 
 // CheckResult is the check's answer.

@@ -37,6 +37,7 @@ func newPendingWrite(key APIKey, req CheckRequest, args approval.Arguments, tool
 	if proof == approval.ProofPasskey {
 		decisions = approval.WithoutStanding(decisions)
 	}
+	decisions = approval.NarrowOffered(decisions, req.OfferedDecisions)
 	avail := make([]string, len(decisions))
 	for i, d := range decisions {
 		avail[i] = string(d)

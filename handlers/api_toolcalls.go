@@ -34,6 +34,9 @@ type checkBody struct {
 	// Proof: "passkey" asks that a person's approval of this call carry a
 	// passkey, whatever the tool's policy says (issue 33).
 	Proof string `json:"proof"`
+	// OfferedDecisions (optional) narrows the card's standing decisions to
+	// those the runtime can carry out (approval/offered.go).
+	OfferedDecisions []string `json:"offered_decisions"`
 }
 
 // callContext is the check's "context" object.
@@ -94,6 +97,7 @@ func (h *Handler) APIToolCallCheck(c echo.Context) error {
 		CallID: b.CallID, User: b.User, ConversationID: b.ConversationID, ConversationTitle: b.ConversationTitle, TurnID: b.TurnID,
 		Connector: b.Connector, Tool: b.Tool, Arguments: b.Arguments, Reason: b.Reason, PlaybookRunID: b.PlaybookRunID,
 		AttachToPending: b.AttachToPending, Runtime: rt, Diff: diff, Proof: approval.Proof(b.Proof),
+		OfferedDecisions: b.OfferedDecisions,
 	}, db.CheckOptions{Timeout: h.Settings.ApprovalTimeout, DeniedThreshold: h.Settings.DeniedBlockThreshold, Condition: h.Condition})
 	if err != nil {
 		return err
@@ -126,6 +130,9 @@ func checkCallFields(b checkBody) error {
 		if err := approval.CheckContextDiff(b.Context.Diff); err != nil {
 			return err
 		}
+	}
+	if err := approval.CheckOffered(b.OfferedDecisions); err != nil {
+		return err
 	}
 	if _, ok := approval.ParseProof(b.Proof); !ok {
 		return approval.Errorf(approval.KindInvalid, approval.CodeInvalidRequest, "proof must be \"passkey\" or \"none\", or be left out.")

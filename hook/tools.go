@@ -161,3 +161,7 @@ func (a agent) target(name string) (Target, error) {
 	t.said = b.said
 	return t, nil
 }
+
+// CodexTarget is where Codex's built-in tool name belongs in the catalog
+// (for countersign codex-app-server, which asks about Codex's own tools).
+func CodexTarget(name string) (Target, error) { return codex.target(name) }

@@ -28,7 +28,9 @@ func TestBuiltinCatalog(t *testing.T) {
 		},
 		"codex": {"Bash": "runs-commands", "apply_patch": "edits-files", "write_stdin": "runs-commands",
 			"update_plan": "read-only", "view_image": "read-only",
-			"get_goal": "read-only", "create_goal": "agent-state", "update_goal": "agent-state", "request_user_input": "agent-state"},
+			"get_goal": "read-only", "create_goal": "agent-state", "update_goal": "agent-state", "request_user_input": "agent-state",
+			// app-server approval requests (countersign codex-app-server)
+			"network_access": "open-world", "request_permissions": "runs-commands"},
 	}
 	for agent, tools := range want {
 		if len(all[agent]) != len(tools) {

@@ -47,6 +47,7 @@ func commands() []command {
 		{"audit", "countersign audit verify [--public-key FILE] | keygen --out FILE", "walk the audit log's hash chain and report the first broken link; make a checkpoint signing key", runAudit},
 		{"demo-agent", "countersign demo-agent --url URL --api-key KEY --user SUBJECT [--interval 8s]", "a scripted agent runtime that keeps asking for approvals", runDemoAgent},
 		{"mcp", mcpUsage, "an MCP server that checks every tool call of the server it wraps", runMCP},
+		{"codex-app-server", codexAppUsage, "a proxy in front of `codex app-server` that answers its approval requests through Countersign", runCodexApp},
 		{"bench", "countersign bench [--waiters 10000]", "measure decision-to-runtime latency and the cost of waiting runtimes", runBench},
 		{"hook", hookUsage, "a coding agent's pre-tool-use hook: asks Countersign, answers in the agent's format", func(ctx context.Context, args []string, out, errw io.Writer) error {
 			if runHook(ctx, args, os.Stdin, out, errw) != 0 {

@@ -127,13 +127,15 @@ func TestCommandCheck(t *testing.T) {
 	if a := got["arguments"]; a != `{"command":"/bin/bash -lc 'rm -rf build'","cwd":"/w","commandActions":[{"type":"unknown","command":"rm -rf build"}]}` {
 		t.Fatalf("arguments %v", a)
 	}
-	if r, _ := got["reason"].(string); !strings.HasPrefix(r, "clean up\n\n") || !strings.Contains(r, "starting rm without asking") {
+	if r, _ := got["reason"].(string); r != "clean up" {
 		t.Fatalf("reason %q", r)
 	}
 	if rt := got["runtime"].(map[string]any); rt["client"] != "My IDE 2.0 through Codex app-server" || rt["working_directory"] != "/w" {
 		t.Fatalf("runtime %v", rt)
 	}
-	if o := mustJSON(got["offered_decisions"]); o != `["approve","reject","always"]` {
+	// Codex's amendment (["rm"]) is not Countersign's scope for a command
+	// run through bash -lc: no standing answer, never the whole tool.
+	if o := mustJSON(got["offered_decisions"]); o != `["approve","reject"]` {
 		t.Fatalf("offered %s", o)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/countersign/countersign/approval"
@@ -33,7 +34,10 @@ type commandParams struct {
 // available is what availableDecisions allows; all true when absent.
 type available struct {
 	session   bool
-	amendment []string // the amendment acceptWithExecpolicyAmendment carries
+	amendment []string // the amendment acceptWithExecpolicyAmendment would carry
+	// scoped: "Always allow calls like this" may be offered (its scope
+	// stays within the amendment).
+	scoped bool
 	// hostRule is the "allow" rule applyNetworkPolicyAmendment carries for
 	// a network prompt, when offered.
 	hostRule json.RawMessage
@@ -168,10 +172,6 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 		reason = *c.Reason
 	}
 	avail := availableOf(c, kind)
-	if len(avail.amendment) > 0 {
-		reason = joinReason(reason, "“Always allow” also adds Codex's rule to run commands starting "+
-			strings.Join(avail.amendment, " ")+" without asking.")
-	}
 	if approval.CheckFields(approval.Field{Name: "reason", Value: reason, Rule: approval.RuleReason}) != nil {
 		args.Reason, reason = reason, ""
 	}
@@ -179,6 +179,7 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 	if err != nil {
 		return asked{}, false
 	}
+	avail.scoped = scopeWithinAmendment(raw, t.Registration.ShellArgument, avail.amendment)
 	call := client.Call{CallID: callID(c.ThreadID, c.ItemID, c.ApprovalID), ConversationID: c.ThreadID, TurnID: c.TurnID,
 		Connector: t.Connector, Tool: t.Tool, Arguments: string(raw), Reason: reason, Runtime: rt,
 		OfferedDecisions: commandOffers(avail)}
@@ -192,28 +193,41 @@ func hasValue(raw json.RawMessage) bool {
 	return s != "" && s != "null"
 }
 
-func joinReason(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "\n\n" + b
-}
-
 // commandOffers are the decisions the card may offer for a command: the
 // plain ones; "in this conversation" when Codex offers acceptForSession;
-// "Always allow" when it offers an execpolicy amendment (which is what the
-// person then gets). "Always allow calls like this" is never offered: its
-// scope is Countersign's, and Codex would keep a rule of its own (the
-// amendment) that may reach further.
+// "Always allow calls like this" when Countersign's scope for the command
+// stays within Codex's proposed amendment (scopeWithinAmendment). The
+// whole-tool "Always allow" is never offered: it would let every later
+// command of Codex's shell tool run unasked.
 func commandOffers(a available) []string {
 	offers := []string{string(approval.Approve), string(approval.Reject)}
 	if a.session {
 		offers = append(offers, string(approval.ApproveConversation))
 	}
-	if len(a.amendment) > 0 {
-		offers = append(offers, string(approval.AlwaysAllow))
+	if a.scoped {
+		offers = append(offers, string(approval.AlwaysMatching))
 	}
 	return offers
+}
+
+// scopeWithinAmendment reports whether "Always allow calls like this" may
+// be offered for a command with these arguments: Codex proposed an
+// amendment, and the scope Countersign proposes (as the server will, from
+// the same arguments and the tool's shell argument) is one simple command
+// whose prefix is exactly the amendment's words. Every scope the person
+// may choose from it (that prefix, with options where offered, or the
+// exact command) then covers only commands the amendment starts. Anything
+// else — a command Codex runs through bash -lc, a chain, a prefix shorter
+// or longer than the amendment — offers no standing answer.
+func scopeWithinAmendment(args []byte, shellArg string, amendment []string) bool {
+	if len(amendment) == 0 || shellArg == "" {
+		return false
+	}
+	p := approval.ProposeScope(approval.ParseArguments(string(args)), shellArg)
+	if len(p.Shell) != 1 || p.Shell[0].Prefix == nil {
+		return false
+	}
+	return slices.Equal(p.Shell[0].Prefix, amendment)
 }
 
 // Decisions of the app-server.
@@ -225,8 +239,11 @@ const (
 )
 
 // commandDecision maps Countersign's outcome to the app-server's decision:
-// approve → accept; in this conversation → acceptForSession; always →
-// acceptWithExecpolicyAmendment; reject or any refusal → decline; nobody
+// approve → accept; in this conversation → acceptForSession; always
+// allow calls like this → accept (Countersign keeps the scoped grant and
+// answers Codex's next requests from it; Codex is not given its amendment,
+// which would also cover options and outlive the grant's revocation);
+// reject or any refusal → decline; nobody
 // answered in time or the item was cancelled → cancel. An error (no
 // answer Countersign gave) is decline: never an accept.
 func commandDecision(out client.Outcome, err error, a available) any {
@@ -237,8 +254,6 @@ func commandDecision(out client.Outcome, err error, a available) any {
 		switch {
 		case out.Via == "person" && out.Scope == string(approval.ScopeConversation) && a.session:
 			return decisionAcceptForSession
-		case out.Via == "person" && out.Scope == string(approval.ScopeAlways) && len(a.amendment) > 0:
-			return map[string]any{"acceptWithExecpolicyAmendment": map[string]any{"execpolicy_amendment": a.amendment}}
 		}
 		return decisionAccept
 	}

@@ -19,6 +19,7 @@ import (
 func TestCommandDecision(t *testing.T) {
 	all := available{session: true, amendment: []string{"npm", "test"}}
 	none := available{}
+	scoped := available{session: true, amendment: []string{"npm", "test"}, scoped: true}
 	for _, c := range []struct {
 		name string
 		out  client.Outcome
@@ -29,8 +30,10 @@ func TestCommandDecision(t *testing.T) {
 		{"approve", client.Outcome{Allowed: true, Via: "person", Scope: "once"}, nil, all, `"accept"`},
 		{"conversation", client.Outcome{Allowed: true, Via: "person", Scope: "conversation"}, nil, all, `"acceptForSession"`},
 		{"conversation not offered", client.Outcome{Allowed: true, Via: "person", Scope: "conversation"}, nil, none, `"accept"`},
-		{"always", client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil, all,
-			`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["npm","test"]}}`},
+		// "Always allow calls like this": Countersign keeps the scoped grant;
+		// Codex is not given its amendment (which would reach further).
+		{"always like this", client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil, scoped, `"accept"`},
+		{"always", client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil, all, `"accept"`},
 		{"always without amendment", client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil, none, `"accept"`},
 		{"policy", client.Outcome{Allowed: true, Via: "policy"}, nil, all, `"accept"`},
 		{"grant", client.Outcome{Allowed: true, Via: "conversation_grant"}, nil, all, `"accept"`},
@@ -63,7 +66,12 @@ func TestAvailableDecisions(t *testing.T) {
 	if a.session || strings.Join(a.amendment, " ") != "b c" {
 		t.Fatalf("%+v", a)
 	}
-	if got := strings.Join(commandOffers(a), ","); got != "approve,reject,always" {
+	// An amendment alone offers no standing answer: never the whole tool.
+	if got := strings.Join(commandOffers(a), ","); got != "approve,reject" {
+		t.Fatalf("offers %s", got)
+	}
+	a.scoped = true
+	if got := strings.Join(commandOffers(a), ","); got != "approve,reject,always_matching" {
 		t.Fatalf("offers %s", got)
 	}
 	_ = json.Unmarshal([]byte(`{"availableDecisions":["accept","acceptForSession","decline"]}`), &c)
@@ -72,6 +80,38 @@ func TestAvailableDecisions(t *testing.T) {
 	}
 	if got := strings.Join(commandOffers(availableOf(commandParams{}, kindHumanCommand)), ","); got != "approve,reject" {
 		t.Fatalf("a managed checkpoint offers %s", got)
+	}
+}
+
+// TestScopeWithinAmendment: "Always allow calls like this" is offered
+// only when Countersign's proposed prefix for the command is exactly
+// Codex's amendment.
+func TestScopeWithinAmendment(t *testing.T) {
+	for _, c := range []struct {
+		command   string
+		amendment []string
+		want      bool
+	}{
+		{"npm test", []string{"npm", "test"}, true},
+		{"npm test unit", []string{"npm", "test", "unit"}, false}, // Countersign's prefix is shorter: it would cover more
+		{"npm test", []string{"npm"}, false},                      // the amendment would cover more
+		{"npm test", []string{"npm", "run"}, false},
+		{"npm test", nil, false},
+		{"npm test && git push", []string{"npm", "test"}, false}, // a chain: the grant names both
+		{"/bin/bash -lc 'npm test'", []string{"npm", "test"}, false},
+		{"rm build", []string{"rm", "build"}, false}, // exact only: no prefix proposed
+		{"npm test > out", []string{"npm", "test"}, false},
+		{"sudo npm test", []string{"sudo", "npm"}, false}, // runners are never covered
+		{"npm $X", []string{"npm", "$X"}, false},
+	} {
+		raw, _ := json.Marshal(commandArgs{Command: c.command, Cwd: "/w"})
+		if got := scopeWithinAmendment(raw, "command", c.amendment); got != c.want {
+			t.Errorf("%q with %q: %v, want %v", c.command, c.amendment, got, c.want)
+		}
+	}
+	raw, _ := json.Marshal(commandArgs{Command: "npm test"})
+	if scopeWithinAmendment(raw, "", []string{"npm", "test"}) {
+		t.Error("a tool without a shell argument was offered a scope")
 	}
 }
 
@@ -192,6 +232,31 @@ func TestCountersignErrorDeclines(t *testing.T) {
 		_, _ = io.WriteString(e.serverW, "{\"method\":\"x\"}\n")
 		if got := e.clientR.waitLen(t, 15); string(got) != "{\"method\":\"x\"}\n" {
 			t.Fatalf("the client read %q", got)
+		}
+	}
+}
+
+// TestCommandRequestOffers: a request's offered decisions as the check
+// carries them; the whole-tool "always" is never among them.
+func TestCommandRequestOffers(t *testing.T) {
+	p := &Proxy{}
+	for _, c := range []struct{ command, amendment, want string }{
+		{"npm test", `["npm","test"]`, "approve,reject,approve_conversation,always_matching"},
+		{"npm test", `["npm"]`, "approve,reject,approve_conversation"},
+		{"/bin/bash -lc 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation"},
+	} {
+		cmd, _ := json.Marshal(c.command)
+		q, ok := p.commandRequest(json.RawMessage(`{"threadId":"th","turnId":"tu","itemId":"it","command":` + string(cmd) +
+			`,"proposedExecpolicyAmendment":` + c.amendment + `,"availableDecisions":["accept","acceptForSession",` +
+			`{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":` + c.amendment + `}},"cancel"]}`))
+		if !ok {
+			t.Fatalf("%s: not asked", c.command)
+		}
+		if got := strings.Join(q.call.OfferedDecisions, ","); got != c.want {
+			t.Errorf("%s %s: offers %s, want %s", c.command, c.amendment, got, c.want)
+		}
+		if d := q.answer(client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil); d != decisionAccept {
+			t.Errorf("%s: always answered %v", c.command, d)
 		}
 	}
 }

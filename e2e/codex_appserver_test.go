@@ -617,13 +617,25 @@ func TestCodexAppServer(t *testing.T) {
 
 	// "Always allow" on a command is Codex's proposed execpolicy amendment:
 	// the same command later in the thread runs without a request.
-	t.Run("AlwaysIsTheExecpolicyAmendment", func(t *testing.T) {
+	// Codex's execpolicy amendment is never answered with a standing grant
+	// for the whole shell tool. The pinned app-server runs exec_command's
+	// command through bash -lc, for which Countersign proposes no scope
+	// within the amendment: the card offers no "Always allow" of either
+	// kind, and the same command asks again.
+	t.Run("AlwaysIsNeverTheWholeTool", func(t *testing.T) {
 		c := s.startAppServer(t, s.e.BaseURL,
 			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`},
 			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`})
 		c.startTurn()
 		callID := s.pendingFor(t, c, "codex", "Bash")
-		s.decideRead(t, callID, "always", "")
+		card := cardFor(t, s.tab, s.e, callID)
+		offered := eval[string](t, s.tab, `[...document.querySelectorAll('`+card+` button[name="decision"]')].map(b => b.value).join(',')`)
+		if offered != "approve,reject" || eval[bool](t, s.tab, `document.querySelector('`+card+` [data-testid="scoped-open"]') !== null`) {
+			t.Fatalf("the command's card offers %s", offered)
+		}
+		s.decideRead(t, callID, "approve", "")
+		c.itemDone("commandExecution", 0)
+		s.decideRead(t, s.pendingFor(t, c, "codex", "Bash"), "approve", "")
 		for n := range 2 {
 			if item := c.itemDone("commandExecution", n); item["status"] != "completed" {
 				t.Fatalf("command %d ended %v", n, item["status"])
@@ -633,8 +645,8 @@ func TestCodexAppServer(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(c.work, "out.txt")); err != nil || string(b) != "always\nalways\n" {
 			t.Fatalf("out.txt: %q %v", b, err)
 		}
-		if n := c.answered(); n != 1 {
-			t.Fatalf("the app-server asked %d times; the amendment should have covered the second command", n)
+		if n := c.answered(); n != 2 {
+			t.Fatalf("the app-server asked %d times; nothing standing should have covered the second command", n)
 		}
 	})
 

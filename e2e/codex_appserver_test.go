@@ -433,9 +433,10 @@ func TestCodexAppServer(t *testing.T) {
 		card := cardFor(t, s.tab, s.e, callID)
 		// The policy offers every standing decision; the app-server offers
 		// accept, its execpolicy amendment and cancel: the card offers
-		// Approve, Reject and "Always allow" (as the amendment) only.
+		// Approve and Reject only (no whole-tool "Always allow", and no
+		// Countersign scope within the amendment for a bash -lc line).
 		offered := eval[string](t, s.tab, `[...document.querySelectorAll('`+card+` button[name="decision"]')].map(b => b.value).join(',')`)
-		if offered != "approve,reject,always" {
+		if offered != "approve,reject" {
 			t.Fatalf("the card offers %s", offered)
 		}
 		shown := text(t, s.tab, card)

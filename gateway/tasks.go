@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -266,15 +268,25 @@ func (g *Gateway) runTask(ctx context.Context, r *taskRecord, p *client.Pending)
 		g.awaitRunner(ctx, r.TaskID)
 		return
 	}
+	// The call is read back out of the very params sent to the server:
+	// the claim binds the digest of these arguments, and a tool or
+	// arguments other than Countersign was asked about (a task file changed
+	// while the item waited) run nothing.
+	params, call, err := forwardedCall(r)
+	if err != nil {
+		g.opt.Log.Error("the task's call is not the one Countersign was asked about; it does not run", "task", r.TaskID, "err", err)
+		g.endTask(r, client.Outcome{Code: client.CodePolicyUnavailable, Message: approval.Message(approval.CodePolicyUnavailable, approval.MessageInput{Tool: r.Call.Tool})})
+		return
+	}
 	if p != nil {
-		out, err := g.opt.Client.Claim(context.WithoutCancel(ctx), r.Call, *p)
+		out, err := g.opt.Client.Claim(context.WithoutCancel(ctx), call, *p)
 		if !out.Allowed {
-			g.endTask(r, g.checkFailed(r.Call.Tool, r.Call, out, err))
+			g.endTask(r, g.checkFailed(call.Tool, call, out, err))
 			return
 		}
 	}
 	g.setTask(r, taskWorking, "Approved; the call is running.")
-	resp := g.forwardTask(ctx, r.Params)
+	resp := g.forwardTask(ctx, params)
 	r.Status, r.StatusMessage = taskCompleted, ""
 	switch {
 	case resp.Error == errUpstreamLost:
@@ -300,6 +312,37 @@ func (g *Gateway) runTask(ctx context.Context, r *taskRecord, p *client.Pending)
 		}
 	}
 	g.saveTask(r)
+}
+
+// forwardedCall is the params the server gets for the task's call, each
+// member once, and the call as read back out of exactly those bytes: the
+// stored call with the tool and arguments they hold, which must be the
+// ones Countersign was asked about (and their digest the one stored).
+func forwardedCall(r *taskRecord) (json.RawMessage, client.Call, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(r.Params, &p); err != nil || p == nil {
+		return nil, client.Call{}, errors.New("gateway: the task's params are not a JSON object")
+	}
+	params, err := marshalExact(p)
+	if err != nil {
+		return nil, client.Call{}, err
+	}
+	var sent callParams
+	if err := json.Unmarshal(params, &sent); err != nil {
+		return nil, client.Call{}, err
+	}
+	args, ok := arguments(sent.Arguments)
+	call := r.Call
+	call.Tool, call.Arguments = sent.Name, string(args)
+	switch {
+	case !ok:
+		return nil, client.Call{}, errors.New("gateway: the task's arguments are not a JSON object")
+	case call.Tool != r.Call.Tool:
+		return nil, client.Call{}, fmt.Errorf("gateway: the task's params name the tool %q, not %q", call.Tool, r.Call.Tool)
+	case call.Arguments != r.Call.Arguments || approval.Digest(call.Arguments) != r.Digest:
+		return nil, client.Call{}, errors.New("gateway: the task's params hold other arguments than were checked")
+	}
+	return params, call, nil
 }
 
 // awaitRunner waits for the process that runs the task to end it; when
@@ -336,11 +379,14 @@ func (g *Gateway) forwardTask(ctx context.Context, params json.RawMessage) *json
 		return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternal, Message: "countersign mcp stopped before it could send this call to the tool's server, so it did not run."}}
 	}
 	req.Params = params
-	if b, err := marshalExact(map[string]any{"jsonrpc": "2.0", "id": req.ID.Raw(), "method": methodCallTool, "params": params}); err == nil {
-		// Written as these bytes: the arguments reach the server as the
-		// client sent them, not escaped again.
-		req.Extra = rawFrame(b)
+	rid, err := json.Marshal(req.ID.Raw())
+	if err != nil {
+		return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternal, Message: "countersign mcp could not write this call for the tool's server, so it did not run."}}
 	}
+	// Written as these bytes, params exactly as claimed (see forwardedCall):
+	// the arguments reach the server as the client sent them, not escaped
+	// again.
+	req.Extra = rawFrame(slices.Concat([]byte(`{"jsonrpc":"2.0","id":`), rid, []byte(`,"method":"`+methodCallTool+`","params":`), params, []byte(`}`)))
 	conn, err := g.up.conn(ctx, methodCallTool)
 	if err != nil {
 		g.opt.Log.Error("upstream server unavailable", "err", err)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -222,5 +223,61 @@ func TestServerTasksPassThrough(t *testing.T) {
 	c.send(2, "tasks/get", `{"taskId":"up-1"}`)
 	if r := c.response(2, 10*time.Second); r.Error != nil || string(r.Result) != `{}` {
 		t.Fatalf("tasks/get did not reach the server: %v %s", r.Error, r.Result)
+	}
+}
+
+// The call a task forwards once approved is the call the person approved:
+// the claim binds the tool and the digest of the very arguments sent to the
+// server, so a task file changed while the item waited (its params, not
+// what Countersign was asked) runs nothing.
+func TestTaskForwardsOnlyTheApprovedCall(t *testing.T) {
+	for _, tc := range []struct{ name, params, tool string }{
+		{"OtherArguments", `{"name":"write_note","arguments":{"text":"swapped"}}`, "write_note"},
+		{"OtherTool", `{"name":"read_note","arguments":{"text":"approved"}}`, "read_note"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, b := countersign(t)
+			h := &harness{e: e, member: b}
+			n := &notes{}
+			key := e.APIKey()
+			dir := filepath.Join(t.TempDir(), "tasks")
+			first := taskGateway(t, h, n, dir, key)
+			h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+			first.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"approved"},"task":{}}`)
+			taskID := decodeTask(t, first.response(1, 10*time.Second)).Task.TaskID
+			id := h.pending(t, "write_note")
+			waitStatus(t, first, 2, taskID, "/approvals/"+id)
+			_ = first.conn.Close()
+
+			file := filepath.Join(dir, taskID+".json")
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				t.Fatal(err)
+			}
+			rec["params"] = json.RawMessage(tc.params)
+			if raw, err = json.Marshal(rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h.decide(t, id, url.Values{"decision": {"approve"}})
+
+			second := taskGateway(t, h, n, dir, key)
+			second.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`)
+			if a := decodeTask(t, second.response(3, 20*time.Second)); !a.IsError || a.Meta[gateway.MetaCode] != "policy_unavailable" {
+				t.Fatalf("tasks/result of a changed task: %+v", a)
+			}
+			if got := n.got(tc.tool); len(got) != 0 {
+				t.Fatalf("the server got %s %q, not the approved call", tc.tool, got)
+			}
+			if k := h.count(t, `SELECT count(*) FROM approvals WHERE id = $1 AND status = 'consumed'`, id); k != 0 {
+				t.Fatalf("the approval was claimed for a call that differs from the one shown")
+			}
+		})
 	}
 }

@@ -197,6 +197,10 @@ export class Countersign {
       method,
       headers: { Authorization: `Bearer ${this.#apiKey}`, "Content-Type": "application/json", Accept: "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
+      // No redirect is followed, as in the Go client: the key and the call
+      // go only to the address given, and an answer from elsewhere is not
+      // Countersign's. A redirect is an error status here: does not run.
+      redirect: "manual",
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     const text = await res.text();

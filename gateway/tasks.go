@@ -83,7 +83,7 @@ func (g *Gateway) taskRequest(ctx context.Context, m *jsonrpc.Request) {
 	}
 	r, err := g.loadTask(p.TaskID)
 	if err != nil {
-		g.toClient(ctx, errorAnswer(m.ID, codeInvalidParams, "Failed to retrieve task: Task not found", "task_not_found"))
+		g.toClient(ctx, g.taskResultOrError(m.ID, p.TaskID, nil, err))
 		return
 	}
 	switch m.Method {
@@ -268,11 +268,17 @@ func (g *Gateway) runTask(ctx context.Context, r *taskRecord, p *client.Pending)
 		g.awaitRunner(ctx, r.TaskID)
 		return
 	}
-	// The call is read back out of the very params sent to the server:
-	// the claim binds the digest of these arguments, and a tool or
-	// arguments other than Countersign was asked about (a task file changed
-	// while the item waited) run nothing.
-	params, call, err := forwardedCall(r)
+	// The call is read back out of the task as stored now and of the very
+	// params sent to the server: the claim binds the digest of these
+	// arguments; a task file that cannot be read, or that names a tool or
+	// arguments other than Countersign was asked about (changed while the
+	// item waited), runs nothing.
+	cur, err := g.opt.Tasks.load(r.TaskID)
+	var params json.RawMessage
+	var call client.Call
+	if err == nil {
+		params, call, err = forwardedCall(cur)
+	}
 	if err != nil {
 		g.opt.Log.Error("the task's call is not the one Countersign was asked about; it does not run", "task", r.TaskID, "err", err)
 		g.endTask(r, client.Outcome{Code: client.CodePolicyUnavailable, Message: approval.Message(approval.CodePolicyUnavailable, approval.MessageInput{Tool: r.Call.Tool})})
@@ -474,18 +480,15 @@ func (g *Gateway) awaitTaskResult(ctx context.Context, m *jsonrpc.Request, id st
 		defer cancel()
 		for {
 			r, err := g.opt.Tasks.load(id)
-			if err == nil && taskTerminal(r.Status) {
+			if err != nil || taskTerminal(r.Status) {
 				g.mu.Lock()
 				answer := !h.cancelled
 				delete(g.held, key)
 				g.mu.Unlock()
 				if answer {
-					g.toClient(ctx, taskResultAnswer(m.ID, r))
+					g.toClient(ctx, g.taskResultOrError(m.ID, id, r, err))
 				}
 				return
-			}
-			if err != nil && !errors.Is(err, errTaskNotFound) {
-				g.opt.Log.Warn("could not read the task", "task", id, "err", err)
 			}
 			select {
 			case <-hctx.Done():
@@ -497,6 +500,22 @@ func (g *Gateway) awaitTaskResult(ctx context.Context, m *jsonrpc.Request, id st
 			}
 		}
 	}()
+}
+
+// taskResultOrError is the ended task's answer, or, when the task can no
+// longer be read (removed, truncated, corrupt), an error saying so: the
+// gateway does not know the call's outcome, and will not run it (runTask
+// reads the task again first).
+func (g *Gateway) taskResultOrError(rid jsonrpc.ID, id string, r *taskRecord, err error) *jsonrpc.Response {
+	switch {
+	case err == nil:
+		return taskResultAnswer(rid, r)
+	case errors.Is(err, errTaskNotFound):
+		return errorAnswer(rid, codeInvalidParams, "Failed to retrieve task: Task not found", "task_not_found")
+	}
+	g.opt.Log.Error("could not read the task", "task", id, "err", err)
+	return errorAnswer(rid, codeInternal, "countersign mcp could not read this task's file, so the call is not run by this task. "+
+		"Tell the user; the gateway's task directory needs attention.", client.CodePolicyUnavailable)
 }
 
 // taskResultAnswer is the ended task's answer, as the call's would have

@@ -281,3 +281,45 @@ func TestTaskForwardsOnlyTheApprovedCall(t *testing.T) {
 		})
 	}
 }
+
+// A task file that becomes unreadable (truncated, corrupt) while its item
+// waits: tasks/result is answered with an error at once instead of waiting
+// for ever, and an approval that comes after runs nothing.
+func TestTaskFileUnreadable(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	dir := filepath.Join(t.TempDir(), "tasks")
+	c := taskGateway(t, h, n, dir, e.APIKey())
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	c.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"kept"},"task":{}}`)
+	taskID := decodeTask(t, c.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, c, 2, taskID, "/approvals/"+id)
+	c.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`) // held while the item waits
+	time.Sleep(300 * time.Millisecond)
+	file := filepath.Join(dir, taskID+".json")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, raw[:len(raw)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.response(3, 5*time.Second)
+	if r.Error == nil || !strings.Contains(r.Error.Error(), "could not read this task") {
+		t.Fatalf("tasks/result of an unreadable task: %v %s", r.Error, r.Result)
+	}
+	c.send(4, "tasks/get", `{"taskId":"`+taskID+`"}`)
+	if r := c.response(4, 5*time.Second); r.Error == nil || !strings.Contains(r.Error.Error(), "could not read this task") {
+		t.Fatalf("tasks/get of an unreadable task: %v %s", r.Error, r.Result)
+	}
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	time.Sleep(500 * time.Millisecond)
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("the call of an unreadable task ran: %q", got)
+	}
+	if k := h.count(t, `SELECT count(*) FROM approvals WHERE id = $1 AND status = 'consumed'`, id); k != 0 {
+		t.Fatalf("the approval of an unreadable task was claimed")
+	}
+}

@@ -430,7 +430,11 @@ func (g *Gateway) saveTask(r *taskRecord) {
 	r.LastUpdatedAt = time.Now().UTC()
 	if err := g.opt.Tasks.save(r); err != nil {
 		g.opt.Log.Error("could not store the task", "task", r.TaskID, "err", err)
-		return
+		if !taskTerminal(r.Status) {
+			return
+		}
+		// The end is kept in memory (see TaskStore.load): the client is
+		// told, by this process.
 	}
 	if g.client != nil {
 		g.toClient(context.Background(), &jsonrpc.Request{Method: methodTasksStatus, Params: taskJSON(r)})

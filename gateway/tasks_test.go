@@ -323,3 +323,33 @@ func TestTaskFileUnreadable(t *testing.T) {
 		t.Fatalf("the approval of an unreadable task was claimed")
 	}
 }
+
+// A task's end that cannot be stored (the task directory became unusable
+// while the item waited) still reaches the client: tasks/result answers
+// with the rejection instead of waiting for ever.
+func TestTaskEndNotStored(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	dir := filepath.Join(t.TempDir(), "tasks")
+	c := taskGateway(t, h, n, dir, e.APIKey())
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	c.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"never"},"task":{}}`)
+	taskID := decodeTask(t, c.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, c, 2, taskID, "/approvals/"+id)
+	// A directory others may write is refused for writing: nothing more
+	// is stored from here on (chmod alone would not stop a test run as root).
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	c.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`)
+	h.decide(t, id, url.Values{"decision": {"reject"}, "reason": {"not now"}})
+	a := decodeTask(t, c.response(3, 10*time.Second))
+	if !a.IsError || a.Meta[gateway.MetaCode] != "approval_denied" || len(a.Content) != 1 || !strings.Contains(a.Content[0].Text, "not now") {
+		t.Fatalf("tasks/result of a task whose end was not stored: %+v", a)
+	}
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("the rejected call ran: %q", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,6 +49,12 @@ var errTaskNotFound = errors.New("gateway: task not found")
 type TaskStore struct {
 	dir string
 	now func() time.Time
+
+	mu sync.Mutex
+	// ended holds the ends this process could not store (a full disk, a
+	// directory that became unusable): the client is still told how its
+	// task ended, by this process.
+	ended map[string]*taskRecord
 }
 
 // taskRecord is one task as stored.
@@ -148,15 +155,32 @@ func (s *TaskStore) save(r *taskRecord) error {
 		return err
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		s.keepEnded(r)
 		return fmt.Errorf("gateway: task directory: %w", err)
 	}
 	if err := s.check(); err != nil {
+		s.keepEnded(r)
 		return err
 	}
 	if err := writeFileAtomic(s.dir, s.path(r.TaskID, ".json"), b); err != nil {
+		s.keepEnded(r)
 		return fmt.Errorf("gateway: save task: %w", err)
 	}
 	return nil
+}
+
+// keepEnded keeps in memory an end that save could not store.
+func (s *TaskStore) keepEnded(r *taskRecord) {
+	if !taskTerminal(r.Status) {
+		return
+	}
+	c := *r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = map[string]*taskRecord{}
+	}
+	s.ended[r.TaskID] = &c
 }
 
 // writeFileAtomic writes b to name (mode 0600) by way of a temporary file
@@ -187,8 +211,25 @@ func writeFileAtomic(dir, name string, b []byte) error {
 	return err
 }
 
-// load reads one task.
+// load reads one task: as stored, unless this process ended it and could
+// not store the end (then as it ended), or another process ended it first.
 func (s *TaskStore) load(id string) (*taskRecord, error) {
+	r, err := s.loadFile(id)
+	if err == nil && taskTerminal(r.Status) {
+		return r, nil
+	}
+	s.mu.Lock()
+	kept := s.ended[id]
+	s.mu.Unlock()
+	if kept != nil {
+		c := *kept
+		return &c, nil
+	}
+	return r, err
+}
+
+// loadFile reads one task's file.
+func (s *TaskStore) loadFile(id string) (*taskRecord, error) {
 	if !validTaskID(id) {
 		return nil, errTaskNotFound
 	}

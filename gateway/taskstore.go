@@ -144,6 +144,22 @@ func (s *TaskStore) save(r *taskRecord) error {
 	if !validTaskID(r.TaskID) {
 		return errors.New("gateway: bad task id")
 	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		s.keepEnded(r)
+		return fmt.Errorf("gateway: task directory: %w", err)
+	}
+	if err := s.check(); err != nil {
+		s.keepEnded(r)
+		return err
+	}
+	// Read, compare and write under the task's lock: a process that read
+	// the task before another ended it does not write it back over the end.
+	unlock, err := s.lockTask(r.TaskID)
+	if err != nil {
+		s.keepEnded(r)
+		return fmt.Errorf("gateway: lock task: %w", err)
+	}
+	defer unlock()
 	if cur, err := s.load(r.TaskID); err == nil && taskTerminal(cur.Status) && !taskTerminal(r.Status) {
 		return nil
 	} else if err == nil && taskTerminal(cur.Status) {
@@ -152,14 +168,6 @@ func (s *TaskStore) save(r *taskRecord) error {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		s.keepEnded(r)
-		return fmt.Errorf("gateway: task directory: %w", err)
-	}
-	if err := s.check(); err != nil {
-		s.keepEnded(r)
 		return err
 	}
 	if err := writeFileAtomic(s.dir, s.path(r.TaskID, ".json"), b); err != nil {
@@ -272,6 +280,7 @@ func (s *TaskStore) sweep() {
 		if s.expired(r) {
 			_ = os.Remove(s.path(r.TaskID, ".json"))
 			_ = os.Remove(s.path(r.TaskID, ".run"))
+			_ = os.Remove(s.path(r.TaskID, ".lock"))
 		}
 	}
 	tmps, _ := filepath.Glob(filepath.Join(s.dir, ".*.tmp"))

@@ -353,3 +353,28 @@ func TestTaskEndNotStored(t *testing.T) {
 		t.Fatalf("the rejected call ran: %q", got)
 	}
 }
+
+// An approved task's arguments reach the server as the client wrote them
+// (insignificant whitespace aside): characters JSON may escape — <, >, &,
+// U+2028, bidi and zero-width characters — are not escaped again on the
+// way through the task file, and the claim binds those very bytes.
+func TestTaskForwardsArgumentsAsSent(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	c := taskGateway(t, h, n, filepath.Join(t.TempDir(), "tasks"), e.APIKey())
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	const args = "{\"text\":\"<b>&amp;</b> \u2028 \u202egnp.exe \u200b é \\u0041\"}"
+	c.send(1, "tools/call", `{"name":"write_note","arguments":`+args+`,"task":{}}`)
+	taskID := decodeTask(t, c.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, c, 2, taskID, "/approvals/"+id)
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	c.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`)
+	if a := decodeTask(t, c.response(3, 10*time.Second)); a.IsError {
+		t.Fatalf("tasks/result %+v", a)
+	}
+	if got := n.got("write_note"); len(got) != 1 || got[0] != args {
+		t.Fatalf("the server got %q, the client sent %q", got, args)
+	}
+}

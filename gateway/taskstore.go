@@ -166,7 +166,9 @@ func (s *TaskStore) save(r *taskRecord) error {
 		*r = *cur
 		return nil
 	}
-	b, err := json.Marshal(r)
+	// Without HTML escaping: the params keep the bytes the client sent
+	// (forwardedCall compares them with the call that was checked).
+	b, err := marshalExact(r)
 	if err != nil {
 		return err
 	}

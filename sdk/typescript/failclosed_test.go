@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,5 +120,74 @@ process.stdout.write(JSON.stringify(out));
 		if g.Check != "deny policy_unavailable" || g.Wait != "refused policy_unavailable" || g.Claim != "refused policy_unavailable" {
 			t.Errorf("%s: check %q, wait %q, claim %q; want each to refuse with policy_unavailable", name, g.Check, g.Wait, g.Claim)
 		}
+	}
+}
+
+// TestAdaptersRefuseArgumentsJSONCannotCarry: arguments a framework parsed
+// into something JSON cannot carry as it is (1e400 read as Infinity, which
+// JSON writes as null) are never asked about — the person would approve
+// null and the tool get Infinity — and the call does not run; the same
+// call with a finite number is asked about and allowed (the control).
+func TestAdaptersRefuseArgumentsJSONCannotCarry(t *testing.T) {
+	node := needNode(t)
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			CallID    string `json:"call_id"`
+			Arguments string `json:"arguments"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		asked = append(asked, r.URL.Path+" "+body.Arguments)
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"call_id":"`+body.CallID+`","decision":"allow","via":"policy"}`)
+	}))
+	defer srv.Close()
+	script := `
+import { Countersign } from "./dist/client.js";
+import { countersignAISDK } from "./dist/ai-sdk.js";
+const cs = new Countersign({ baseUrl: process.env.BASE, apiKey: "test-key" });
+const out = {};
+for (const [name, text] of [["infinite", '{"amount":1e400}'], ["finite", '{"amount":5}']]) {
+  const a = countersignAISDK({ countersign: cs, user: "u", connector: "k", conversationId: "c", turnId: "t" });
+  const answer = await a.toolApproval({ toolCall: { toolCallId: "call-" + name, toolName: "pay", input: JSON.parse(text) }, messages: [] });
+  let ran = false;
+  const tools = a.tools({ pay: { execute: async () => { ran = true; return "paid"; } } });
+  const result = await tools.pay.execute(JSON.parse(text), { toolCallId: "call-" + name, messages: [] });
+  out[name] = { answer: answer.type + " " + (answer.reason ?? ""), ran, result };
+}
+process.stdout.write(JSON.stringify(out));
+`
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--input-type=module", "-e", script)
+	cmd.Env = append(cmd.Environ(), "BASE="+srv.URL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	outb, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var got map[string]struct {
+		Answer string
+		Ran    bool
+		Result string
+	}
+	if err := json.Unmarshal(outb, &got); err != nil {
+		t.Fatalf("%s: %v", outb, err)
+	}
+	if f := got["finite"]; f.Answer != "not-applicable " || !f.Ran || f.Result != "paid" {
+		t.Fatalf("the allowed call with a finite amount: %+v (the control: the harness works)", f)
+	}
+	inf := got["infinite"]
+	if !strings.HasPrefix(inf.Answer, "denied ") || !strings.Contains(inf.Answer, `"code":"policy_unavailable"`) || inf.Ran ||
+		!strings.Contains(inf.Result, `"code":"policy_unavailable"`) {
+		t.Fatalf("the call whose amount JSON cannot carry: %+v", inf)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] != `/api/v1/tool-calls {"amount":5}` {
+		t.Fatalf("Countersign was asked %q; want only the finite call", asked)
 	}
 }

@@ -224,6 +224,26 @@ export function forModel(code: string, message: string, userWords?: string): str
   return JSON.stringify(out);
 }
 
+/**
+ * The arguments a framework parsed, as the JSON text Countersign is asked
+ * about and the claim binds; undefined when JSON cannot carry them as they
+ * are — a number that is not finite (JSON.parse reads 1e400 as Infinity,
+ * which JSON.stringify writes as null: the person would approve null and
+ * the tool get Infinity), a bigint, a function or a symbol. Such a call
+ * does not run.
+ */
+export function argumentsJSON(input: unknown): string | undefined {
+  let exact = true;
+  const text = JSON.stringify(input ?? {}, (_key, v) => {
+    if ((typeof v === "number" && !Number.isFinite(v)) || typeof v === "bigint" || typeof v === "function" || typeof v === "symbol") {
+      exact = false;
+      return null;
+    }
+    return v;
+  });
+  return exact && typeof text === "string" ? text : undefined;
+}
+
 /** The answer for any failure: does not run, policy_unavailable. */
 export function unavailable(): CheckAnswer & { kind: "deny" } {
   return { kind: "deny", code: POLICY_UNAVAILABLE, message: UNAVAILABLE_MESSAGE };

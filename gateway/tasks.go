@@ -110,10 +110,12 @@ func (g *Gateway) loadTask(id string) (*taskRecord, error) {
 	return r, nil
 }
 
-// ownsTask: the task was made for this connector and user. A task of
-// another connector would be run against the wrong server.
+// ownsTask: the task was made for this connector and user, with this API
+// key. A task of another connector would be run against the wrong server;
+// one of another key is about another key's item, which this process could
+// only end as failed.
 func (g *Gateway) ownsTask(r *taskRecord) bool {
-	return r.Connector == g.opt.Connector && r.User == g.opt.User
+	return r.Connector == g.opt.Connector && r.User == g.opt.User && r.Key == keyMark(g.opt.Client.APIKey)
 }
 
 // startTask answers a task-augmented tools/call with a task and follows it.
@@ -143,7 +145,7 @@ func (g *Gateway) createTask(ctx context.Context, m *jsonrpc.Request, p taskPara
 		ttl = min(max(time.Duration(*p.Task.TTL)*time.Millisecond, minTaskTTL), maxTaskTTL)
 	}
 	now := time.Now().UTC()
-	r := &taskRecord{TaskID: id, Connector: g.opt.Connector, User: g.opt.User, Status: taskWorking,
+	r := &taskRecord{TaskID: id, Connector: g.opt.Connector, User: g.opt.User, Key: keyMark(g.opt.Client.APIKey), Status: taskWorking,
 		StatusMessage: "Asking Countersign whether this call may run.", CreatedAt: now, LastUpdatedAt: now,
 		TTL: ttl.Milliseconds(), Params: params}
 	if refusal != nil {

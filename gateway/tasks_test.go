@@ -378,3 +378,39 @@ func TestTaskForwardsArgumentsAsSent(t *testing.T) {
 		t.Fatalf("the server got %q, the client sent %q", got, args)
 	}
 }
+
+// A task belongs to the API key that asked about its call (the item is
+// the key's): a gateway process of the same connector and user with
+// another key does not see it, and cannot end it; the key's own process
+// still runs it once approved.
+func TestTaskOfAnotherKey(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	dir := filepath.Join(t.TempDir(), "tasks")
+	key := e.APIKey()
+	first := taskGateway(t, h, n, dir, key)
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	first.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"mine"},"task":{}}`)
+	taskID := decodeTask(t, first.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, first, 2, taskID, "/approvals/"+id)
+	_ = first.conn.Close()
+
+	other := taskGateway(t, h, n, dir, e.APIKey())
+	other.send(3, "tasks/get", `{"taskId":"`+taskID+`"}`)
+	if r := other.response(3, 5*time.Second); r.Error == nil {
+		t.Fatalf("a process with another key got the task: %s", r.Result)
+	}
+	other.send(4, "tasks/list", `{}`)
+	if r := other.response(4, 5*time.Second); r.Error != nil || strings.Contains(string(r.Result), taskID) {
+		t.Fatalf("a process with another key listed the task: %v %s", r.Error, r.Result)
+	}
+	time.Sleep(500 * time.Millisecond)
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	second := taskGateway(t, h, n, dir, key)
+	second.send(5, "tasks/result", `{"taskId":"`+taskID+`"}`)
+	if a := decodeTask(t, second.response(5, 20*time.Second)); a.IsError || len(a.Content) != 1 || a.Content[0].Text != "written" {
+		t.Fatalf("tasks/result in the key's own process: %+v", a)
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,9 @@ type taskRecord struct {
 	CreatedAt     time.Time `json:"created_at"`
 	LastUpdatedAt time.Time `json:"last_updated_at"`
 	TTL           int64     `json:"ttl_ms"`
+	// Key names the API key that asked about the call (see keyMark): the
+	// item is that key's, and only its processes take the task up.
+	Key string `json:"key"`
 	// Call is what Countersign is asked, with the exact arguments.
 	Call client.Call `json:"call"`
 	// Digest is approval.Digest of Call.Arguments, as claimed.
@@ -115,6 +119,13 @@ func (s *TaskStore) check() error {
 		return fmt.Errorf("gateway: the task directory %s is open to other users (mode %v) or not a directory; make it a directory of mode 0700", s.dir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// keyMark names an API key in a task file without holding it: a hash of
+// the key under a label of its own.
+func keyMark(apiKey string) string {
+	sum := sha256.Sum256([]byte("countersign mcp task owner\x00" + apiKey))
+	return hex.EncodeToString(sum[:16])
 }
 
 // newTaskID is a task id: 128 random bits, hex.

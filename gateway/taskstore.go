@@ -46,7 +46,9 @@ var errTaskNotFound = errors.New("gateway: task not found")
 // Running a task's call is guarded twice: a marker file created
 // exclusively (<id>.run) lets one process of this store claim and run it,
 // and Countersign's claim binds the approval to the call id and the digest
-// of its arguments, so the call runs once even across machines.
+// of its arguments, so the call runs once even across machines. Each
+// change of a task is made under its lock file (<id>.lock), so that a
+// task that ended stays ended.
 type TaskStore struct {
 	dir string
 	now func() time.Time

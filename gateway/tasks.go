@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/countersign/countersign/approval"
@@ -81,7 +83,7 @@ func (g *Gateway) taskRequest(ctx context.Context, m *jsonrpc.Request) {
 	}
 	r, err := g.loadTask(p.TaskID)
 	if err != nil {
-		g.toClient(ctx, errorAnswer(m.ID, codeInvalidParams, "Failed to retrieve task: Task not found", "task_not_found"))
+		g.toClient(ctx, g.taskResultOrError(m.ID, p.TaskID, nil, err))
 		return
 	}
 	switch m.Method {
@@ -108,10 +110,12 @@ func (g *Gateway) loadTask(id string) (*taskRecord, error) {
 	return r, nil
 }
 
-// ownsTask: the task was made for this connector and user. A task of
-// another connector would be run against the wrong server.
+// ownsTask: the task was made for this connector and user, with this API
+// key. A task of another connector would be run against the wrong server;
+// one of another key is about another key's item, which this process could
+// only end as failed.
 func (g *Gateway) ownsTask(r *taskRecord) bool {
-	return r.Connector == g.opt.Connector && r.User == g.opt.User
+	return r.Connector == g.opt.Connector && r.User == g.opt.User && r.Key == keyMark(g.opt.Client.APIKey)
 }
 
 // startTask answers a task-augmented tools/call with a task and follows it.
@@ -141,7 +145,7 @@ func (g *Gateway) createTask(ctx context.Context, m *jsonrpc.Request, p taskPara
 		ttl = min(max(time.Duration(*p.Task.TTL)*time.Millisecond, minTaskTTL), maxTaskTTL)
 	}
 	now := time.Now().UTC()
-	r := &taskRecord{TaskID: id, Connector: g.opt.Connector, User: g.opt.User, Status: taskWorking,
+	r := &taskRecord{TaskID: id, Connector: g.opt.Connector, User: g.opt.User, Key: keyMark(g.opt.Client.APIKey), Status: taskWorking,
 		StatusMessage: "Asking Countersign whether this call may run.", CreatedAt: now, LastUpdatedAt: now,
 		TTL: ttl.Milliseconds(), Params: params}
 	if refusal != nil {
@@ -266,15 +270,31 @@ func (g *Gateway) runTask(ctx context.Context, r *taskRecord, p *client.Pending)
 		g.awaitRunner(ctx, r.TaskID)
 		return
 	}
+	// The call is read back out of the task as stored now and of the very
+	// params sent to the server: the claim binds the digest of these
+	// arguments; a task file that cannot be read, or that names a tool or
+	// arguments other than Countersign was asked about (changed while the
+	// item waited), runs nothing.
+	cur, err := g.opt.Tasks.load(r.TaskID)
+	var params json.RawMessage
+	var call client.Call
+	if err == nil {
+		params, call, err = forwardedCall(cur)
+	}
+	if err != nil {
+		g.opt.Log.Error("the task's call is not the one Countersign was asked about; it does not run", "task", r.TaskID, "err", err)
+		g.endTask(r, client.Outcome{Code: client.CodePolicyUnavailable, Message: approval.Message(approval.CodePolicyUnavailable, approval.MessageInput{Tool: r.Call.Tool})})
+		return
+	}
 	if p != nil {
-		out, err := g.opt.Client.Claim(context.WithoutCancel(ctx), r.Call, *p)
+		out, err := g.opt.Client.Claim(context.WithoutCancel(ctx), call, *p)
 		if !out.Allowed {
-			g.endTask(r, g.checkFailed(r.Call.Tool, r.Call, out, err))
+			g.endTask(r, g.checkFailed(call.Tool, call, out, err))
 			return
 		}
 	}
 	g.setTask(r, taskWorking, "Approved; the call is running.")
-	resp := g.forwardTask(ctx, r.Params)
+	resp := g.forwardTask(ctx, params)
 	r.Status, r.StatusMessage = taskCompleted, ""
 	switch {
 	case resp.Error == errUpstreamLost:
@@ -300,6 +320,37 @@ func (g *Gateway) runTask(ctx context.Context, r *taskRecord, p *client.Pending)
 		}
 	}
 	g.saveTask(r)
+}
+
+// forwardedCall is the params the server gets for the task's call, each
+// member once, and the call as read back out of exactly those bytes: the
+// stored call with the tool and arguments they hold, which must be the
+// ones Countersign was asked about (and their digest the one stored).
+func forwardedCall(r *taskRecord) (json.RawMessage, client.Call, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(r.Params, &p); err != nil || p == nil {
+		return nil, client.Call{}, errors.New("gateway: the task's params are not a JSON object")
+	}
+	params, err := marshalExact(p)
+	if err != nil {
+		return nil, client.Call{}, err
+	}
+	var sent callParams
+	if err := json.Unmarshal(params, &sent); err != nil {
+		return nil, client.Call{}, err
+	}
+	args, ok := arguments(sent.Arguments)
+	call := r.Call
+	call.Tool, call.Arguments = sent.Name, string(args)
+	switch {
+	case !ok:
+		return nil, client.Call{}, errors.New("gateway: the task's arguments are not a JSON object")
+	case call.Tool != r.Call.Tool:
+		return nil, client.Call{}, fmt.Errorf("gateway: the task's params name the tool %q, not %q", call.Tool, r.Call.Tool)
+	case call.Arguments != r.Call.Arguments || approval.Digest(call.Arguments) != r.Digest:
+		return nil, client.Call{}, errors.New("gateway: the task's params hold other arguments than were checked")
+	}
+	return params, call, nil
 }
 
 // awaitRunner waits for the process that runs the task to end it; when
@@ -336,11 +387,14 @@ func (g *Gateway) forwardTask(ctx context.Context, params json.RawMessage) *json
 		return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternal, Message: "countersign mcp stopped before it could send this call to the tool's server, so it did not run."}}
 	}
 	req.Params = params
-	if b, err := marshalExact(map[string]any{"jsonrpc": "2.0", "id": req.ID.Raw(), "method": methodCallTool, "params": params}); err == nil {
-		// Written as these bytes: the arguments reach the server as the
-		// client sent them, not escaped again.
-		req.Extra = rawFrame(b)
+	rid, err := json.Marshal(req.ID.Raw())
+	if err != nil {
+		return &jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternal, Message: "countersign mcp could not write this call for the tool's server, so it did not run."}}
 	}
+	// Written as these bytes, params exactly as claimed (see forwardedCall):
+	// the arguments reach the server as the client sent them, not escaped
+	// again.
+	req.Extra = rawFrame(slices.Concat([]byte(`{"jsonrpc":"2.0","id":`), rid, []byte(`,"method":"`+methodCallTool+`","params":`), params, []byte(`}`)))
 	conn, err := g.up.conn(ctx, methodCallTool)
 	if err != nil {
 		g.opt.Log.Error("upstream server unavailable", "err", err)
@@ -378,7 +432,11 @@ func (g *Gateway) saveTask(r *taskRecord) {
 	r.LastUpdatedAt = time.Now().UTC()
 	if err := g.opt.Tasks.save(r); err != nil {
 		g.opt.Log.Error("could not store the task", "task", r.TaskID, "err", err)
-		return
+		if !taskTerminal(r.Status) {
+			return
+		}
+		// The end is kept in memory (see TaskStore.load): the client is
+		// told, by this process.
 	}
 	if g.client != nil {
 		g.toClient(context.Background(), &jsonrpc.Request{Method: methodTasksStatus, Params: taskJSON(r)})
@@ -428,18 +486,15 @@ func (g *Gateway) awaitTaskResult(ctx context.Context, m *jsonrpc.Request, id st
 		defer cancel()
 		for {
 			r, err := g.opt.Tasks.load(id)
-			if err == nil && taskTerminal(r.Status) {
+			if err != nil || taskTerminal(r.Status) {
 				g.mu.Lock()
 				answer := !h.cancelled
 				delete(g.held, key)
 				g.mu.Unlock()
 				if answer {
-					g.toClient(ctx, taskResultAnswer(m.ID, r))
+					g.toClient(ctx, g.taskResultOrError(m.ID, id, r, err))
 				}
 				return
-			}
-			if err != nil && !errors.Is(err, errTaskNotFound) {
-				g.opt.Log.Warn("could not read the task", "task", id, "err", err)
 			}
 			select {
 			case <-hctx.Done():
@@ -451,6 +506,22 @@ func (g *Gateway) awaitTaskResult(ctx context.Context, m *jsonrpc.Request, id st
 			}
 		}
 	}()
+}
+
+// taskResultOrError is the ended task's answer, or, when the task can no
+// longer be read (removed, truncated, corrupt), an error saying so: the
+// gateway does not know the call's outcome, and will not run it (runTask
+// reads the task again first).
+func (g *Gateway) taskResultOrError(rid jsonrpc.ID, id string, r *taskRecord, err error) *jsonrpc.Response {
+	switch {
+	case err == nil:
+		return taskResultAnswer(rid, r)
+	case errors.Is(err, errTaskNotFound):
+		return errorAnswer(rid, codeInvalidParams, "Failed to retrieve task: Task not found", "task_not_found")
+	}
+	g.opt.Log.Error("could not read the task", "task", id, "err", err)
+	return errorAnswer(rid, codeInternal, "countersign mcp could not read this task's file, so the call is not run by this task. "+
+		"Tell the user; the gateway's task directory needs attention.", client.CodePolicyUnavailable)
 }
 
 // taskResultAnswer is the ended task's answer, as the call's would have

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -222,5 +223,194 @@ func TestServerTasksPassThrough(t *testing.T) {
 	c.send(2, "tasks/get", `{"taskId":"up-1"}`)
 	if r := c.response(2, 10*time.Second); r.Error != nil || string(r.Result) != `{}` {
 		t.Fatalf("tasks/get did not reach the server: %v %s", r.Error, r.Result)
+	}
+}
+
+// The call a task forwards once approved is the call the person approved:
+// the claim binds the tool and the digest of the very arguments sent to the
+// server, so a task file changed while the item waited (its params, not
+// what Countersign was asked) runs nothing.
+func TestTaskForwardsOnlyTheApprovedCall(t *testing.T) {
+	for _, tc := range []struct{ name, params, tool string }{
+		{"OtherArguments", `{"name":"write_note","arguments":{"text":"swapped"}}`, "write_note"},
+		{"OtherTool", `{"name":"read_note","arguments":{"text":"approved"}}`, "read_note"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, b := countersign(t)
+			h := &harness{e: e, member: b}
+			n := &notes{}
+			key := e.APIKey()
+			dir := filepath.Join(t.TempDir(), "tasks")
+			first := taskGateway(t, h, n, dir, key)
+			h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+			first.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"approved"},"task":{}}`)
+			taskID := decodeTask(t, first.response(1, 10*time.Second)).Task.TaskID
+			id := h.pending(t, "write_note")
+			waitStatus(t, first, 2, taskID, "/approvals/"+id)
+			_ = first.conn.Close()
+
+			file := filepath.Join(dir, taskID+".json")
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				t.Fatal(err)
+			}
+			rec["params"] = json.RawMessage(tc.params)
+			if raw, err = json.Marshal(rec); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h.decide(t, id, url.Values{"decision": {"approve"}})
+
+			second := taskGateway(t, h, n, dir, key)
+			second.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`)
+			if a := decodeTask(t, second.response(3, 20*time.Second)); !a.IsError || a.Meta[gateway.MetaCode] != "policy_unavailable" {
+				t.Fatalf("tasks/result of a changed task: %+v", a)
+			}
+			if got := n.got(tc.tool); len(got) != 0 {
+				t.Fatalf("the server got %s %q, not the approved call", tc.tool, got)
+			}
+			if k := h.count(t, `SELECT count(*) FROM approvals WHERE id = $1 AND status = 'consumed'`, id); k != 0 {
+				t.Fatalf("the approval was claimed for a call that differs from the one shown")
+			}
+		})
+	}
+}
+
+// A task file that becomes unreadable (truncated, corrupt) while its item
+// waits: tasks/result is answered with an error at once instead of waiting
+// for ever, and an approval that comes after runs nothing.
+func TestTaskFileUnreadable(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	dir := filepath.Join(t.TempDir(), "tasks")
+	c := taskGateway(t, h, n, dir, e.APIKey())
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	c.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"kept"},"task":{}}`)
+	taskID := decodeTask(t, c.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, c, 2, taskID, "/approvals/"+id)
+	c.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`) // held while the item waits
+	time.Sleep(300 * time.Millisecond)
+	file := filepath.Join(dir, taskID+".json")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, raw[:len(raw)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.response(3, 5*time.Second)
+	if r.Error == nil || !strings.Contains(r.Error.Error(), "could not read this task") {
+		t.Fatalf("tasks/result of an unreadable task: %v %s", r.Error, r.Result)
+	}
+	c.send(4, "tasks/get", `{"taskId":"`+taskID+`"}`)
+	if r := c.response(4, 5*time.Second); r.Error == nil || !strings.Contains(r.Error.Error(), "could not read this task") {
+		t.Fatalf("tasks/get of an unreadable task: %v %s", r.Error, r.Result)
+	}
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	time.Sleep(500 * time.Millisecond)
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("the call of an unreadable task ran: %q", got)
+	}
+	if k := h.count(t, `SELECT count(*) FROM approvals WHERE id = $1 AND status = 'consumed'`, id); k != 0 {
+		t.Fatalf("the approval of an unreadable task was claimed")
+	}
+}
+
+// A task's end that cannot be stored (the task directory became unusable
+// while the item waited) still reaches the client: tasks/result answers
+// with the rejection instead of waiting for ever.
+func TestTaskEndNotStored(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	dir := filepath.Join(t.TempDir(), "tasks")
+	c := taskGateway(t, h, n, dir, e.APIKey())
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	c.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"never"},"task":{}}`)
+	taskID := decodeTask(t, c.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, c, 2, taskID, "/approvals/"+id)
+	// A directory others may write is refused for writing: nothing more
+	// is stored from here on (chmod alone would not stop a test run as root).
+	if err := os.Chmod(dir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	c.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`)
+	h.decide(t, id, url.Values{"decision": {"reject"}, "reason": {"not now"}})
+	a := decodeTask(t, c.response(3, 10*time.Second))
+	if !a.IsError || a.Meta[gateway.MetaCode] != "approval_denied" || len(a.Content) != 1 || !strings.Contains(a.Content[0].Text, "not now") {
+		t.Fatalf("tasks/result of a task whose end was not stored: %+v", a)
+	}
+	if got := n.got("write_note"); len(got) != 0 {
+		t.Fatalf("the rejected call ran: %q", got)
+	}
+}
+
+// An approved task's arguments reach the server as the client wrote them
+// (insignificant whitespace aside): characters JSON may escape — <, >, &,
+// U+2028, bidi and zero-width characters — are not escaped again on the
+// way through the task file, and the claim binds those very bytes.
+func TestTaskForwardsArgumentsAsSent(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	c := taskGateway(t, h, n, filepath.Join(t.TempDir(), "tasks"), e.APIKey())
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	const args = "{\"text\":\"<b>&amp;</b> \u2028 \u202egnp.exe \u200b é \\u0041\"}"
+	c.send(1, "tools/call", `{"name":"write_note","arguments":`+args+`,"task":{}}`)
+	taskID := decodeTask(t, c.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, c, 2, taskID, "/approvals/"+id)
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	c.send(3, "tasks/result", `{"taskId":"`+taskID+`"}`)
+	if a := decodeTask(t, c.response(3, 10*time.Second)); a.IsError {
+		t.Fatalf("tasks/result %+v", a)
+	}
+	if got := n.got("write_note"); len(got) != 1 || got[0] != args {
+		t.Fatalf("the server got %q, the client sent %q", got, args)
+	}
+}
+
+// A task belongs to the API key that asked about its call (the item is
+// the key's): a gateway process of the same connector and user with
+// another key does not see it, and cannot end it; the key's own process
+// still runs it once approved.
+func TestTaskOfAnotherKey(t *testing.T) {
+	e, b := countersign(t)
+	h := &harness{e: e, member: b}
+	n := &notes{}
+	dir := filepath.Join(t.TempDir(), "tasks")
+	key := e.APIKey()
+	first := taskGateway(t, h, n, dir, key)
+	h.waitCount(t, 4, `SELECT count(*) FROM tools WHERE connector = 'notes'`)
+	first.send(1, "tools/call", `{"name":"write_note","arguments":{"text":"mine"},"task":{}}`)
+	taskID := decodeTask(t, first.response(1, 10*time.Second)).Task.TaskID
+	id := h.pending(t, "write_note")
+	waitStatus(t, first, 2, taskID, "/approvals/"+id)
+	_ = first.conn.Close()
+
+	other := taskGateway(t, h, n, dir, e.APIKey())
+	other.send(3, "tasks/get", `{"taskId":"`+taskID+`"}`)
+	if r := other.response(3, 5*time.Second); r.Error == nil {
+		t.Fatalf("a process with another key got the task: %s", r.Result)
+	}
+	other.send(4, "tasks/list", `{}`)
+	if r := other.response(4, 5*time.Second); r.Error != nil || strings.Contains(string(r.Result), taskID) {
+		t.Fatalf("a process with another key listed the task: %v %s", r.Error, r.Result)
+	}
+	time.Sleep(500 * time.Millisecond)
+	h.decide(t, id, url.Values{"decision": {"approve"}})
+	second := taskGateway(t, h, n, dir, key)
+	second.send(5, "tasks/result", `{"taskId":"`+taskID+`"}`)
+	if a := decodeTask(t, second.response(5, 20*time.Second)); a.IsError || len(a.Content) != 1 || a.Content[0].Text != "written" {
+		t.Fatalf("tasks/result in the key's own process: %+v", a)
 	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,10 +46,18 @@ var errTaskNotFound = errors.New("gateway: task not found")
 // Running a task's call is guarded twice: a marker file created
 // exclusively (<id>.run) lets one process of this store claim and run it,
 // and Countersign's claim binds the approval to the call id and the digest
-// of its arguments, so the call runs once even across machines.
+// of its arguments, so the call runs once even across machines. Each
+// change of a task is made under its lock file (<id>.lock), so that a
+// task that ended stays ended.
 type TaskStore struct {
 	dir string
 	now func() time.Time
+
+	mu sync.Mutex
+	// ended holds the ends this process could not store (a full disk, a
+	// directory that became unusable): the client is still told how its
+	// task ended, by this process.
+	ended map[string]*taskRecord
 }
 
 // taskRecord is one task as stored.
@@ -60,6 +70,9 @@ type taskRecord struct {
 	CreatedAt     time.Time `json:"created_at"`
 	LastUpdatedAt time.Time `json:"last_updated_at"`
 	TTL           int64     `json:"ttl_ms"`
+	// Key names the API key that asked about the call (see keyMark): the
+	// item is that key's, and only its processes take the task up.
+	Key string `json:"key"`
 	// Call is what Countersign is asked, with the exact arguments.
 	Call client.Call `json:"call"`
 	// Digest is approval.Digest of Call.Arguments, as claimed.
@@ -110,6 +123,13 @@ func (s *TaskStore) check() error {
 	return nil
 }
 
+// keyMark names an API key in a task file without holding it: a hash of
+// the key under a label of its own.
+func keyMark(apiKey string) string {
+	sum := sha256.Sum256([]byte("countersign mcp task owner\x00" + apiKey))
+	return hex.EncodeToString(sum[:16])
+}
+
 // newTaskID is a task id: 128 random bits, hex.
 func newTaskID() (string, error) {
 	b := make([]byte, 16)
@@ -137,26 +157,53 @@ func (s *TaskStore) save(r *taskRecord) error {
 	if !validTaskID(r.TaskID) {
 		return errors.New("gateway: bad task id")
 	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		s.keepEnded(r)
+		return fmt.Errorf("gateway: task directory: %w", err)
+	}
+	if err := s.check(); err != nil {
+		s.keepEnded(r)
+		return err
+	}
+	// Read, compare and write under the task's lock: a process that read
+	// the task before another ended it does not write it back over the end.
+	unlock, err := s.lockTask(r.TaskID)
+	if err != nil {
+		s.keepEnded(r)
+		return fmt.Errorf("gateway: lock task: %w", err)
+	}
+	defer unlock()
 	if cur, err := s.load(r.TaskID); err == nil && taskTerminal(cur.Status) && !taskTerminal(r.Status) {
 		return nil
 	} else if err == nil && taskTerminal(cur.Status) {
 		*r = *cur
 		return nil
 	}
-	b, err := json.Marshal(r)
+	// Without HTML escaping: the params keep the bytes the client sent
+	// (forwardedCall compares them with the call that was checked).
+	b, err := marshalExact(r)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return fmt.Errorf("gateway: task directory: %w", err)
-	}
-	if err := s.check(); err != nil {
-		return err
-	}
 	if err := writeFileAtomic(s.dir, s.path(r.TaskID, ".json"), b); err != nil {
+		s.keepEnded(r)
 		return fmt.Errorf("gateway: save task: %w", err)
 	}
 	return nil
+}
+
+// keepEnded keeps in memory an end that save could not store.
+func (s *TaskStore) keepEnded(r *taskRecord) {
+	if !taskTerminal(r.Status) {
+		return
+	}
+	c := *r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = map[string]*taskRecord{}
+	}
+	s.ended[r.TaskID] = &c
 }
 
 // writeFileAtomic writes b to name (mode 0600) by way of a temporary file
@@ -187,8 +234,25 @@ func writeFileAtomic(dir, name string, b []byte) error {
 	return err
 }
 
-// load reads one task.
+// load reads one task: as stored, unless this process ended it and could
+// not store the end (then as it ended), or another process ended it first.
 func (s *TaskStore) load(id string) (*taskRecord, error) {
+	r, err := s.loadFile(id)
+	if err == nil && taskTerminal(r.Status) {
+		return r, nil
+	}
+	s.mu.Lock()
+	kept := s.ended[id]
+	s.mu.Unlock()
+	if kept != nil {
+		c := *kept
+		return &c, nil
+	}
+	return r, err
+}
+
+// loadFile reads one task's file.
+func (s *TaskStore) loadFile(id string) (*taskRecord, error) {
 	if !validTaskID(id) {
 		return nil, errTaskNotFound
 	}
@@ -231,6 +295,7 @@ func (s *TaskStore) sweep() {
 		if s.expired(r) {
 			_ = os.Remove(s.path(r.TaskID, ".json"))
 			_ = os.Remove(s.path(r.TaskID, ".run"))
+			_ = os.Remove(s.path(r.TaskID, ".lock"))
 		}
 	}
 	tmps, _ := filepath.Glob(filepath.Join(s.dir, ".*.tmp"))

@@ -190,3 +190,47 @@ func TestTaskStoreEdges(t *testing.T) {
 		t.Fatal("a directory open to others was accepted")
 	}
 }
+
+// Terminal means terminal across processes: while other processes (each
+// its own store on the directory) keep saving the task as working from
+// copies read before it ended, the end that one of them stores is never
+// overwritten.
+func TestTaskStoreEndIsNeverOverwritten(t *testing.T) {
+	s, dir := openTestStore(t)
+	for round := range 40 {
+		r := testRecord(t)
+		if err := s.save(r); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 4 {
+			other, err := OpenTaskStore(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				<-start
+				for i := range 25 {
+					stale := *r
+					stale.StatusMessage = "still waiting " + strconv.Itoa(i)
+					_ = other.save(&stale)
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			ended := *r
+			ended.Status, ended.StatusMessage = taskCompleted, ""
+			if err := s.save(&ended); err != nil {
+				t.Error(err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		fresh, _ := OpenTaskStore(dir)
+		if got, err := fresh.load(r.TaskID); err != nil || got.Status != taskCompleted {
+			t.Fatalf("round %d: the ended task reads %+v (%v)", round, got, err)
+		}
+	}
+}

@@ -24,6 +24,7 @@ export class Countersign {
       method,
       headers: { Authorization: `Bearer ${this.apiKey}`, "Content-Type": "application/json", Accept: "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
+      redirect: "manual", // the key and the call go only to the address given
       signal: AbortSignal.timeout((this.pollWait + 30) * 1000),
     });
     const text = await res.text();

@@ -11,7 +11,7 @@
 // a program keeps: a program that exits while a person decides loads them
 // again and calls `answer`.
 import type { ModelMessage, ToolApprovalStatus, ToolSet } from "ai";
-import { Countersign, forModel, unavailable } from "./client.js";
+import { Countersign, argumentsJSON, forModel, unavailable } from "./client.js";
 
 /** Options of the adapter; one per conversation turn. */
 export interface AISDKOptions {
@@ -66,9 +66,10 @@ export function countersignAISDK(opts: AISDKOptions): CountersignAISDK {
       // the request stands; a second check after the claim would open a new
       // item, a second question about one call.
       if (approvalOf(messages, toolCall.toolCallId)) return { type: "user-approval" };
-      const answer = await cs.check({ callId: toolCall.toolCallId, user: opts.user, conversationId: opts.conversationId,
-        turnId: opts.turnId, conversationTitle: opts.conversationTitle, connector: opts.connector, tool: toolCall.toolName,
-        arguments: JSON.stringify(toolCall.input ?? {}), runtime });
+      const args = argumentsJSON(toolCall.input);
+      const answer = args === undefined ? unavailable() : await cs.check({ callId: toolCall.toolCallId, user: opts.user,
+        conversationId: opts.conversationId, turnId: opts.turnId, conversationTitle: opts.conversationTitle,
+        connector: opts.connector, tool: toolCall.toolName, arguments: args, runtime });
       switch (answer.kind) {
         case "allow":
           allowed.add(toolCall.toolCallId);
@@ -93,13 +94,14 @@ export function countersignAISDK(opts: AISDKOptions): CountersignAISDK {
           execute: async (input: unknown, options: { toolCallId: string; messages: ModelMessage[] }) => {
             if (allowed.delete(options.toolCallId)) return execute(input, options);
             const approvalId = approvalOf(options.messages ?? [], options.toolCallId);
-            if (!approvalId) {
+            const args = argumentsJSON(input);
+            if (!approvalId || args === undefined) {
               const none = unavailable();
               return forModel(none.code, none.message);
             }
             // The claim, right before the tool runs: replayed messages are
             // refused (already_consumed) and run nothing.
-            const claimed = await cs.claim(approvalId, options.toolCallId, JSON.stringify(input ?? {}));
+            const claimed = await cs.claim(approvalId, options.toolCallId, args);
             if (!claimed.ok) return forModel(claimed.code, claimed.message);
             return execute(input, options);
           },

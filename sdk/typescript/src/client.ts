@@ -197,6 +197,10 @@ export class Countersign {
       method,
       headers: { Authorization: `Bearer ${this.#apiKey}`, "Content-Type": "application/json", Accept: "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
+      // No redirect is followed, as in the Go client: the key and the call
+      // go only to the address given, and an answer from elsewhere is not
+      // Countersign's. A redirect is an error status here: does not run.
+      redirect: "manual",
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
     const text = await res.text();
@@ -218,6 +222,26 @@ export function forModel(code: string, message: string, userWords?: string): str
   const out: Record<string, string> = { countersign: "not_run", code, message };
   if (userWords) out.user_words = userWords;
   return JSON.stringify(out);
+}
+
+/**
+ * The arguments a framework parsed, as the JSON text Countersign is asked
+ * about and the claim binds; undefined when JSON cannot carry them as they
+ * are — a number that is not finite (JSON.parse reads 1e400 as Infinity,
+ * which JSON.stringify writes as null: the person would approve null and
+ * the tool get Infinity), a bigint, a function or a symbol. Such a call
+ * does not run.
+ */
+export function argumentsJSON(input: unknown): string | undefined {
+  let exact = true;
+  const text = JSON.stringify(input ?? {}, (_key, v) => {
+    if ((typeof v === "number" && !Number.isFinite(v)) || typeof v === "bigint" || typeof v === "function" || typeof v === "symbol") {
+      exact = false;
+      return null;
+    }
+    return v;
+  });
+  return exact && typeof text === "string" ? text : undefined;
 }
 
 /** The answer for any failure: does not run, policy_unavailable. */

@@ -8,7 +8,7 @@
 import { tool as langchainTool, type DynamicStructuredTool } from "@langchain/core/tools";
 import type { ToolRunnableConfig } from "@langchain/core/tools";
 import { Command, getConfig, interrupt, type StateSnapshot } from "@langchain/langgraph";
-import { Countersign, forModel, unavailable } from "./client.js";
+import { Countersign, argumentsJSON, forModel, unavailable } from "./client.js";
 
 /** Options of the adapter. */
 export interface LangGraphOptions {
@@ -61,8 +61,8 @@ export function countersignLangGraph(opts: LangGraphOptions): CountersignLangGra
       const guarded = async (input: any, config: ToolRunnableConfig) => {
         const callId = config?.toolCall?.id;
         const thread = config?.configurable?.thread_id;
-        const args = JSON.stringify(input ?? {});
-        if (typeof callId !== "string" || !callId || typeof thread !== "string" || !thread) {
+        const args = argumentsJSON(input);
+        if (typeof callId !== "string" || !callId || typeof thread !== "string" || !thread || args === undefined) {
           const none = unavailable();
           return forModel(none.code, none.message);
         }
@@ -94,7 +94,7 @@ export function countersignLangGraph(opts: LangGraphOptions): CountersignLangGra
           }
           // The claim, right before the tool runs: a replayed checkpoint is
           // refused (already_consumed) and runs nothing.
-          const claimed = await cs.claim(r.approvalId, callId!, args);
+          const claimed = await cs.claim(r.approvalId, callId!, args!);
           if (!claimed.ok) return forModel(claimed.code, claimed.message);
           return func(input, config);
         }

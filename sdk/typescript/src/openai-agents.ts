@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { tool as agentsTool } from "@openai/agents";
 import type { FunctionTool, RunContext, RunState, RunToolApprovalItem, ToolInputParameters, ToolOptions, Agent } from "@openai/agents";
-import { Countersign, forModel, unavailable, type CheckAnswer } from "./client.js";
+import { Countersign, argumentsJSON, forModel, unavailable, type CheckAnswer } from "./client.js";
 
 /** What one call's check answered, kept in the run's context. */
 export type CallRecord =
@@ -86,9 +86,10 @@ export function countersignAgents(opts: AgentsOptions): CountersignAgents {
         // item, a second question about one call.
         const known = slot.calls[callId];
         if (known) return known.kind === "pending" || known.kind === "consumed";
-        const answer: CheckAnswer = name
+        const args = argumentsText(input);
+        const answer: CheckAnswer = name && args !== undefined
           ? await cs.check({ callId, user: opts.user, conversationId: slot.conversationId, turnId: slot.turnId,
-            conversationTitle: slot.conversationTitle, connector: opts.connector, tool: name, arguments: argumentsText(input), runtime })
+            conversationTitle: slot.conversationTitle, connector: opts.connector, tool: name, arguments: args, runtime })
           : unavailable();
         slot.calls[callId] = answer.kind === "allow" ? { kind: "allow", via: answer.via }
           : answer.kind === "deny" ? { kind: "deny", code: answer.code, message: answer.message, userWords: answer.userWords }
@@ -111,7 +112,9 @@ export function countersignAgents(opts: AgentsOptions): CountersignAgents {
           case "pending": {
             // The claim, right before the tool runs: a state replayed after
             // this point is refused (already_consumed) and runs nothing.
-            const claimed = await cs.claim(rec.approvalId, callId, argumentsText(input));
+            const args = argumentsText(input);
+            if (args === undefined) return forModel(none.code, none.message);
+            const claimed = await cs.claim(rec.approvalId, callId, args);
             if (!claimed.ok) return forModel(claimed.code, claimed.message);
             slot!.calls[callId] = { kind: "consumed", approvalId: rec.approvalId };
             return execute(input, runContext, details);
@@ -167,8 +170,8 @@ function slotOf(runContext: RunContext<any> | undefined): CountersignRunContext 
 // The arguments as JSON text: what the tool's schema made of the model's
 // arguments, which is exactly what execute receives; the person approves
 // those and the claim binds them.
-function argumentsText(input: unknown): string {
-  return typeof input === "string" ? input : JSON.stringify(input ?? {});
+function argumentsText(input: unknown): string | undefined {
+  return typeof input === "string" ? input : argumentsJSON(input);
 }
 
 export type { Agent };

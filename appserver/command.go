@@ -94,7 +94,10 @@ const (
 // approval binds to: the command line (parsed and flagged as Codex's shell
 // tool), where it runs, and Codex's own reading of it.
 type commandArgs struct {
-	Command        string          `json:"command"`
+	Command string `json:"command"`
+	// Shell is how Command runs when Codex sent it wrapped as
+	// `/bin/bash -lc '<script>'` (unwrapBash): Command is then the script.
+	Shell          string          `json:"shell,omitempty"`
 	Cwd            string          `json:"cwd,omitempty"`
 	CommandActions json.RawMessage `json:"commandActions,omitempty"`
 	// Reason is Codex's reason when it cannot be the item's reason (too
@@ -159,6 +162,9 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 		return asked{}, false
 	}
 	args := commandArgs{Command: *c.Command, CommandActions: c.CommandActions}
+	if script, wrapper, ok := unwrapBash(*c.Command); ok {
+		args.Command, args.Shell = script, wrapper
+	}
 	if !hasValue(args.CommandActions) {
 		args.CommandActions = nil
 	}

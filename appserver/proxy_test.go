@@ -243,7 +243,11 @@ func TestCommandRequestOffers(t *testing.T) {
 	for _, c := range []struct{ command, amendment, want string }{
 		{"npm test", `["npm","test"]`, "approve,reject,approve_conversation,always_matching"},
 		{"npm test", `["npm"]`, "approve,reject,approve_conversation"},
-		{"/bin/bash -lc 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation"},
+		// The script inside Codex's wrapper is what is scoped.
+		{"/bin/bash -lc 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation,always_matching"},
+		// Not the wrapper: the whole line is the command, never scoped.
+		{"/bin/bash -c 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation"},
+		{"/bin/bash -lc 'npm test' && rm -rf /", `["npm","test"]`, "approve,reject,approve_conversation"},
 	} {
 		cmd, _ := json.Marshal(c.command)
 		q, ok := p.commandRequest(json.RawMessage(`{"threadId":"th","turnId":"tu","itemId":"it","command":` + string(cmd) +

@@ -246,12 +246,13 @@ const (
 
 // commandDecision maps Countersign's outcome to the app-server's decision:
 // approve → accept; in this conversation → acceptForSession; always
-// allow calls like this → accept (Countersign keeps the scoped grant and
-// answers Codex's next requests from it; Codex is not given its amendment,
-// which would also cover options and outlive the grant's revocation);
-// reject or any refusal → decline; nobody
-// answered in time or the item was cancelled → cancel. An error (no
-// answer Countersign gave) is decline: never an accept.
+// allow calls like this → acceptWithExecpolicyAmendment with Codex's own
+// amendment when the grant the person confirmed is exactly what Codex's
+// rule would be (amendmentMatches), else accept (Countersign keeps the
+// scoped grant and answers Codex's next requests from it); reject or any
+// refusal → decline; nobody answered in time or the item was cancelled →
+// cancel. An error (no answer Countersign gave) is decline: never an
+// accept.
 func commandDecision(out client.Outcome, err error, a available) any {
 	if err != nil {
 		return decisionDecline
@@ -260,11 +261,40 @@ func commandDecision(out client.Outcome, err error, a available) any {
 		switch {
 		case out.Via == "person" && out.Scope == string(approval.ScopeConversation) && a.session:
 			return decisionAcceptForSession
+		case out.Via == "person" && out.Scope == string(approval.ScopeAlways) && amendmentMatches(out.Grant, a):
+			return map[string]any{decisionAcceptAmendment: map[string]any{"execpolicy_amendment": a.amendment}}
 		}
 		return decisionAccept
 	}
 	return refusal(out)
 }
+
+// decisionAcceptAmendment accepts and has Codex keep its proposed
+// command-prefix rule (execpolicy amendment).
+const decisionAcceptAmendment = "acceptWithExecpolicyAmendment"
+
+// amendmentMatches reports whether Codex may be given its amendment for
+// the grant the person confirmed: Codex offered it, and the grant is one
+// rule on the command — its words exactly the amendment's, covering any
+// further words including options (Codex's prefix rule matches any
+// further words) — with no end (Codex keeps its rule until someone
+// removes it). A grant that does not cover options, an exact grant, a
+// timed one, several rules or another prefix: Codex is told only accept,
+// since its rule would let it run more than Countersign allows.
+func amendmentMatches(g *client.Grant, a available) bool {
+	if g == nil || !a.scoped || len(a.amendment) == 0 || g.ExpiresAt != nil || g.Scope.Args != nil {
+		return false
+	}
+	s := g.Scope.Shell
+	if s == nil || s.Argument != commandArgument || len(s.Rules) != 1 {
+		return false
+	}
+	r := s.Rules[0]
+	return !r.Exact && r.Options && slices.Equal(r.Words, a.amendment)
+}
+
+// commandArgument is the argument holding the command line (commandArgs).
+const commandArgument = "command"
 
 // refusal is the decision for a call Countersign did not allow.
 func refusal(out client.Outcome) string {

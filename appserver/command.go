@@ -223,8 +223,9 @@ func commandOffers(a available) []string {
 // whose prefix is exactly the amendment's words. Every scope the person
 // may choose from it (that prefix, with options where offered, or the
 // exact command) then covers only commands the amendment starts. Anything
-// else — a command Codex runs through bash -lc, a chain, a prefix shorter
-// or longer than the amendment — offers no standing answer.
+// else — a line Codex's wrapper does not exactly hold (unwrapBash), a
+// chain, a prefix shorter or longer than the amendment — offers no
+// standing answer.
 func scopeWithinAmendment(args []byte, shellArg string, amendment []string) bool {
 	if len(amendment) == 0 || shellArg == "" {
 		return false

@@ -436,7 +436,7 @@ func TestCodexAppServer(t *testing.T) {
 		// The policy offers every standing decision; the app-server offers
 		// accept, its execpolicy amendment and cancel: the card offers
 		// Approve and Reject only (no whole-tool "Always allow", and no
-		// Countersign scope within the amendment for a bash -lc line).
+		// Countersign scope within the amendment for a chain).
 		offered := eval[string](t, s.tab, `[...document.querySelectorAll('`+card+` button[name="decision"]')].map(b => b.value).join(',')`)
 		if offered != "approve,reject" {
 			t.Fatalf("the card offers %s", offered)
@@ -618,13 +618,10 @@ func TestCodexAppServer(t *testing.T) {
 		}
 	})
 
-	// "Always allow" on a command is Codex's proposed execpolicy amendment:
-	// the same command later in the thread runs without a request.
 	// Codex's execpolicy amendment is never answered with a standing grant
-	// for the whole shell tool. The pinned app-server runs exec_command's
-	// command through bash -lc, for which Countersign proposes no scope
-	// within the amendment: the card offers no "Always allow" of either
-	// kind, and the same command asks again.
+	// for the whole shell tool. A script with a redirection has no
+	// Countersign scope within the amendment: the card offers no "Always
+	// allow" of either kind, and the same command asks again.
 	t.Run("AlwaysIsNeverTheWholeTool", func(t *testing.T) {
 		c := s.startAppServer(t, s.e.BaseURL,
 			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`},

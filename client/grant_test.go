@@ -13,7 +13,7 @@ func TestGateGrant(t *testing.T) {
 	grant := `,"grant":{"scope":{"shell":{"argument":"command","rules":[{"words":["npm","test"],"options":true}]}}}`
 	for _, c := range []struct {
 		name, scope, grant string
-		want              bool
+		want               bool
 	}{
 		{"Always", "always", grant, true},
 		{"Once", "once", grant, false},

@@ -100,6 +100,10 @@ type commandArgs struct {
 	Shell          string          `json:"shell,omitempty"`
 	Cwd            string          `json:"cwd,omitempty"`
 	CommandActions json.RawMessage `json:"commandActions,omitempty"`
+	// Amendment is Codex's proposed command-prefix rule, shown when
+	// "Always allow calls like this" is offered for it: Codex keeps that
+	// rule only when the person's grant is exactly it (amendmentMatches).
+	Amendment []string `json:"proposedExecpolicyAmendment,omitempty"`
 	// Reason is Codex's reason when it cannot be the item's reason (too
 	// long, or characters a reason may not hold): it is then shown whole
 	// as an argument.
@@ -186,6 +190,12 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 		return asked{}, false
 	}
 	avail.scoped = scopeWithinAmendment(raw, t.Registration.ShellArgument, avail.amendment)
+	if avail.scoped {
+		args.Amendment = avail.amendment
+		if raw, err = json.Marshal(args); err != nil {
+			return asked{}, false
+		}
+	}
 	call := client.Call{CallID: callID(c.ThreadID, c.ItemID, c.ApprovalID), ConversationID: c.ThreadID, TurnID: c.TurnID,
 		Connector: t.Connector, Tool: t.Tool, Arguments: string(raw), Reason: reason, Runtime: rt,
 		OfferedDecisions: commandOffers(avail)}

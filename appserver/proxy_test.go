@@ -260,6 +260,11 @@ func TestCommandRequestOffers(t *testing.T) {
 		if got := strings.Join(q.call.OfferedDecisions, ","); got != c.want {
 			t.Errorf("%s %s: offers %s, want %s", c.command, c.amendment, got, c.want)
 		}
+		// The card shows Codex's rule only where the scoped answer is offered.
+		scoped := strings.HasSuffix(c.want, "always_matching")
+		if shown := strings.Contains(q.call.Arguments, `"proposedExecpolicyAmendment":`+c.amendment); shown != scoped {
+			t.Errorf("%s %s: arguments %s", c.command, c.amendment, q.call.Arguments)
+		}
 		if d := q.answer(client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil); d != decisionAccept {
 			t.Errorf("%s: always answered %v", c.command, d)
 		}

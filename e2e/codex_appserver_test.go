@@ -670,7 +670,8 @@ func TestCodexAppServer(t *testing.T) {
 			callID := s.pendingFor(t, a, "codex", "Bash")
 			card := cardFor(t, s.tab, s.e, callID)
 			shown := text(t, s.tab, card)
-			if !strings.Contains(shown, "/bin/bash -lc") || !strings.Contains(shown, "touch "+c.file) || strings.Contains(shown, "'touch "+c.file+"'") {
+			if !strings.Contains(shown, "/bin/bash -lc") || !strings.Contains(shown, "touch "+c.file) || strings.Contains(shown, "'touch "+c.file+"'") ||
+				!strings.Contains(shown, "proposedExecpolicyAmendment") {
 				t.Fatalf("the card does not show the script and how it runs:\n%s", shown)
 			}
 			s.read(t, card)

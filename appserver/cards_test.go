@@ -124,7 +124,7 @@ func TestCommandCheck(t *testing.T) {
 	if got["connector"] != "codex" || got["tool"] != "Bash" || got["conversation_id"] != "th" || got["turn_id"] != "tu" {
 		t.Fatalf("check %v", got)
 	}
-	if a := got["arguments"]; a != `{"command":"/bin/bash -lc 'rm -rf build'","cwd":"/w","commandActions":[{"type":"unknown","command":"rm -rf build"}]}` {
+	if a := got["arguments"]; a != `{"command":"rm -rf build","shell":"/bin/bash -lc","cwd":"/w","commandActions":[{"type":"unknown","command":"rm -rf build"}]}` {
 		t.Fatalf("arguments %v", a)
 	}
 	if r, _ := got["reason"].(string); r != "clean up" {
@@ -133,8 +133,9 @@ func TestCommandCheck(t *testing.T) {
 	if rt := got["runtime"].(map[string]any); rt["client"] != "My IDE 2.0 through Codex app-server" || rt["working_directory"] != "/w" {
 		t.Fatalf("runtime %v", rt)
 	}
-	// Codex's amendment (["rm"]) is not Countersign's scope for a command
-	// run through bash -lc: no standing answer, never the whole tool.
+	// The script is the command (the wrapper is how it runs); Countersign
+	// proposes only the exact "rm -rf build", which is not Codex's amendment
+	// (["rm"]): no standing answer, never the whole tool.
 	if o := mustJSON(got["offered_decisions"]); o != `["approve","reject"]` {
 		t.Fatalf("offered %s", o)
 	}

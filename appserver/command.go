@@ -94,9 +94,16 @@ const (
 // approval binds to: the command line (parsed and flagged as Codex's shell
 // tool), where it runs, and Codex's own reading of it.
 type commandArgs struct {
-	Command        string          `json:"command"`
+	Command string `json:"command"`
+	// Shell is how Command runs when Codex sent it wrapped as
+	// `/bin/bash -lc '<script>'` (unwrapBash): Command is then the script.
+	Shell          string          `json:"shell,omitempty"`
 	Cwd            string          `json:"cwd,omitempty"`
 	CommandActions json.RawMessage `json:"commandActions,omitempty"`
+	// Amendment is Codex's proposed command-prefix rule, shown when
+	// "Always allow calls like this" is offered for it: Codex keeps that
+	// rule only when the person's grant is exactly it (amendmentMatches).
+	Amendment []string `json:"proposedExecpolicyAmendment,omitempty"`
 	// Reason is Codex's reason when it cannot be the item's reason (too
 	// long, or characters a reason may not hold): it is then shown whole
 	// as an argument.
@@ -159,6 +166,9 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 		return asked{}, false
 	}
 	args := commandArgs{Command: *c.Command, CommandActions: c.CommandActions}
+	if script, wrapper, ok := unwrapBash(*c.Command); ok {
+		args.Command, args.Shell = script, wrapper
+	}
 	if !hasValue(args.CommandActions) {
 		args.CommandActions = nil
 	}
@@ -180,6 +190,12 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 		return asked{}, false
 	}
 	avail.scoped = scopeWithinAmendment(raw, t.Registration.ShellArgument, avail.amendment)
+	if avail.scoped {
+		args.Amendment = avail.amendment
+		if raw, err = json.Marshal(args); err != nil {
+			return asked{}, false
+		}
+	}
 	call := client.Call{CallID: callID(c.ThreadID, c.ItemID, c.ApprovalID), ConversationID: c.ThreadID, TurnID: c.TurnID,
 		Connector: t.Connector, Tool: t.Tool, Arguments: string(raw), Reason: reason, Runtime: rt,
 		OfferedDecisions: commandOffers(avail)}
@@ -217,8 +233,9 @@ func commandOffers(a available) []string {
 // whose prefix is exactly the amendment's words. Every scope the person
 // may choose from it (that prefix, with options where offered, or the
 // exact command) then covers only commands the amendment starts. Anything
-// else — a command Codex runs through bash -lc, a chain, a prefix shorter
-// or longer than the amendment — offers no standing answer.
+// else — a line Codex's wrapper does not exactly hold (unwrapBash), a
+// chain, a prefix shorter or longer than the amendment — offers no
+// standing answer.
 func scopeWithinAmendment(args []byte, shellArg string, amendment []string) bool {
 	if len(amendment) == 0 || shellArg == "" {
 		return false
@@ -240,12 +257,13 @@ const (
 
 // commandDecision maps Countersign's outcome to the app-server's decision:
 // approve → accept; in this conversation → acceptForSession; always
-// allow calls like this → accept (Countersign keeps the scoped grant and
-// answers Codex's next requests from it; Codex is not given its amendment,
-// which would also cover options and outlive the grant's revocation);
-// reject or any refusal → decline; nobody
-// answered in time or the item was cancelled → cancel. An error (no
-// answer Countersign gave) is decline: never an accept.
+// allow calls like this → acceptWithExecpolicyAmendment with Codex's own
+// amendment when the grant the person confirmed is exactly what Codex's
+// rule would be (amendmentMatches), else accept (Countersign keeps the
+// scoped grant and answers Codex's next requests from it); reject or any
+// refusal → decline; nobody answered in time or the item was cancelled →
+// cancel. An error (no answer Countersign gave) is decline: never an
+// accept.
 func commandDecision(out client.Outcome, err error, a available) any {
 	if err != nil {
 		return decisionDecline
@@ -254,11 +272,40 @@ func commandDecision(out client.Outcome, err error, a available) any {
 		switch {
 		case out.Via == "person" && out.Scope == string(approval.ScopeConversation) && a.session:
 			return decisionAcceptForSession
+		case out.Via == "person" && out.Scope == string(approval.ScopeAlways) && amendmentMatches(out.Grant, a):
+			return map[string]any{decisionAcceptAmendment: map[string]any{"execpolicy_amendment": a.amendment}}
 		}
 		return decisionAccept
 	}
 	return refusal(out)
 }
+
+// decisionAcceptAmendment accepts and has Codex keep its proposed
+// command-prefix rule (execpolicy amendment).
+const decisionAcceptAmendment = "acceptWithExecpolicyAmendment"
+
+// amendmentMatches reports whether Codex may be given its amendment for
+// the grant the person confirmed: Codex offered it, and the grant is one
+// rule on the command — its words exactly the amendment's, covering any
+// further words including options (Codex's prefix rule matches any
+// further words) — with no end (Codex keeps its rule until someone
+// removes it). A grant that does not cover options, an exact grant, a
+// timed one, several rules or another prefix: Codex is told only accept,
+// since its rule would let it run more than Countersign allows.
+func amendmentMatches(g *client.Grant, a available) bool {
+	if g == nil || !a.scoped || len(a.amendment) == 0 || g.ExpiresAt != nil || g.Scope.Args != nil {
+		return false
+	}
+	s := g.Scope.Shell
+	if s == nil || s.Argument != commandArgument || len(s.Rules) != 1 {
+		return false
+	}
+	r := s.Rules[0]
+	return !r.Exact && r.Options && slices.Equal(r.Words, a.amendment)
+}
+
+// commandArgument is the argument holding the command line (commandArgs).
+const commandArgument = "command"
 
 // refusal is the decision for a call Countersign did not allow.
 func refusal(out client.Outcome) string {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/client"
 )
 
@@ -243,7 +244,11 @@ func TestCommandRequestOffers(t *testing.T) {
 	for _, c := range []struct{ command, amendment, want string }{
 		{"npm test", `["npm","test"]`, "approve,reject,approve_conversation,always_matching"},
 		{"npm test", `["npm"]`, "approve,reject,approve_conversation"},
-		{"/bin/bash -lc 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation"},
+		// The script inside Codex's wrapper is what is scoped.
+		{"/bin/bash -lc 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation,always_matching"},
+		// Not the wrapper: the whole line is the command, never scoped.
+		{"/bin/bash -c 'npm test'", `["npm","test"]`, "approve,reject,approve_conversation"},
+		{"/bin/bash -lc 'npm test' && rm -rf /", `["npm","test"]`, "approve,reject,approve_conversation"},
 	} {
 		cmd, _ := json.Marshal(c.command)
 		q, ok := p.commandRequest(json.RawMessage(`{"threadId":"th","turnId":"tu","itemId":"it","command":` + string(cmd) +
@@ -255,8 +260,62 @@ func TestCommandRequestOffers(t *testing.T) {
 		if got := strings.Join(q.call.OfferedDecisions, ","); got != c.want {
 			t.Errorf("%s %s: offers %s, want %s", c.command, c.amendment, got, c.want)
 		}
+		// The card shows Codex's rule only where the scoped answer is offered.
+		scoped := strings.HasSuffix(c.want, "always_matching")
+		if shown := strings.Contains(q.call.Arguments, `"proposedExecpolicyAmendment":`+c.amendment); shown != scoped {
+			t.Errorf("%s %s: arguments %s", c.command, c.amendment, q.call.Arguments)
+		}
 		if d := q.answer(client.Outcome{Allowed: true, Via: "person", Scope: "always"}, nil); d != decisionAccept {
 			t.Errorf("%s: always answered %v", c.command, d)
+		}
+	}
+}
+
+// TestAlwaysAmendment: "Always allow calls like this" gives Codex its
+// amendment only when the confirmed grant is exactly Codex's rule.
+func TestAlwaysAmendment(t *testing.T) {
+	amendment := []string{"npm", "test"}
+	a := available{session: true, amendment: amendment, scoped: true}
+	rule := func(words []string, exact, options bool) *client.Grant {
+		return &client.Grant{Scope: approval.GrantScope{Shell: &approval.ShellScope{Argument: "command",
+			Rules: []approval.ShellRule{{Words: words, Exact: exact, Options: options}}}}}
+	}
+	always := func(g *client.Grant) client.Outcome {
+		return client.Outcome{Allowed: true, Via: "person", Scope: "always", Grant: g}
+	}
+	want := `{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["npm","test"]}}`
+	if got := mustJSON(commandDecision(always(rule(amendment, false, true)), nil, a)); got != want {
+		t.Fatalf("the grant Codex's rule is: %s", got)
+	}
+	soon := time.Now().Add(time.Hour)
+	timed := rule(amendment, false, true)
+	timed.ExpiresAt = &soon
+	two := rule(amendment, false, true)
+	two.Scope.Shell.Rules = append(two.Scope.Shell.Rules, approval.ShellRule{Words: []string{"npm", "run"}, Options: true})
+	other := rule(amendment, false, true)
+	other.Scope.Shell.Argument = "cmd"
+	args := &client.Grant{Scope: approval.GrantScope{Args: &approval.ArgsScope{Fixed: map[string]string{"command": "x"}}}}
+	for name, c := range map[string]struct {
+		out client.Outcome
+		a   available
+	}{
+		"no options":           {always(rule(amendment, false, false)), a},
+		"exact":                {always(rule(amendment, true, true)), a},
+		"another prefix":       {always(rule([]string{"npm", "run"}, false, true)), a},
+		"a longer prefix":      {always(rule([]string{"npm", "test", "unit"}, false, true)), a},
+		"a shorter prefix":     {always(rule([]string{"npm"}, false, true)), a},
+		"timed":                {always(timed), a},
+		"two rules":            {always(two), a},
+		"another argument":     {always(other), a},
+		"exact arguments":      {always(args), a},
+		"no grant reported":    {always(nil), a},
+		"not offered by Codex": {always(rule(amendment, false, true)), available{session: true, scoped: true}},
+		"not scoped":           {always(rule(amendment, false, true)), available{session: true, amendment: amendment}},
+		"once":                 {client.Outcome{Allowed: true, Via: "person", Scope: "once", Grant: rule(amendment, false, true)}, a},
+		"by a grant":           {client.Outcome{Allowed: true, Via: "always_allow", Grant: rule(amendment, false, true)}, a},
+	} {
+		if got := commandDecision(c.out, nil, c.a); got != decisionAccept {
+			t.Errorf("%s: %v, want accept", name, mustJSON(got))
 		}
 	}
 }

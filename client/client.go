@@ -105,6 +105,17 @@ type Outcome struct {
 	// runtime read it for the diff the person approved (the claim's
 	// pre_images; empty when none, nil from a server that does not say).
 	PreImages []approval.PreImage
+	// Grant, when a person chose "Always allow calls like this": the
+	// scoped grant as the person confirmed it — what it covers and when
+	// it ends. Nil for any other answer, and from a server that does not
+	// say.
+	Grant *Grant
+}
+
+// Grant is a scoped standing grant as the server reports it.
+type Grant struct {
+	Scope     approval.GrantScope `json:"scope"`
+	ExpiresAt *time.Time          `json:"expires_at"` // nil: until revoked
 }
 
 // Codes the client itself produces.

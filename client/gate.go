@@ -26,6 +26,9 @@ type approvalState struct {
 	// PreImages, on a claim's answer: the file hashes of the diff the
 	// person approved (nil when the server did not say).
 	PreImages []approval.PreImage `json:"pre_images"`
+	// Grant, on a claim's answer: the scoped grant the person's approval
+	// made (nil when none, or from a server that does not say).
+	Grant *Grant `json:"grant"`
 }
 
 type checkResponse struct {
@@ -314,7 +317,11 @@ func (c *Client) claim(ctx context.Context, call Call, callID string, st approva
 	if scope == "" {
 		scope = claimed.Scope
 	}
-	return Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID, Proof: claimed.Proof, PreImages: claimed.PreImages}, nil
+	out := Outcome{Allowed: true, Via: "person", Scope: scope, ApprovalID: st.ID, Proof: claimed.Proof, PreImages: claimed.PreImages}
+	if g := claimed.Grant; g != nil && scope == string(approval.ScopeAlways) && (g.Scope.Shell == nil) != (g.Scope.Args == nil) {
+		out.Grant = g
+	}
+	return out, nil
 }
 
 // notAllowed is a deny or a terminal status as the server reported it. A

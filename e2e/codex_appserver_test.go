@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,7 @@ type appClient struct {
 	nextID int
 	done   chan struct{}
 	work   string
+	home   string      // CODEX_HOME
 	proc   *os.Process // countersign codex-app-server
 	model  *fakeModel
 	stderr strings.Builder
@@ -61,7 +63,7 @@ func (s *agentSetup) startAppServer(t *testing.T, countersignURL string, script 
 	if s.prepareWork != nil {
 		s.prepareWork(t, work)
 	}
-	c := &appClient{t: t, wake: make(chan struct{}, 1), done: make(chan struct{}), work: work}
+	c := &appClient{t: t, wake: make(chan struct{}, 1), done: make(chan struct{}), work: work, home: home}
 	c.model = newFakeModel(t, openAIResponses, script...)
 	config := strings.Join([]string{
 		`model = "gpt-5.5"`,
@@ -434,7 +436,7 @@ func TestCodexAppServer(t *testing.T) {
 		// The policy offers every standing decision; the app-server offers
 		// accept, its execpolicy amendment and cancel: the card offers
 		// Approve and Reject only (no whole-tool "Always allow", and no
-		// Countersign scope within the amendment for a bash -lc line).
+		// Countersign scope within the amendment for a chain).
 		offered := eval[string](t, s.tab, `[...document.querySelectorAll('`+card+` button[name="decision"]')].map(b => b.value).join(',')`)
 		if offered != "approve,reject" {
 			t.Fatalf("the card offers %s", offered)
@@ -616,13 +618,10 @@ func TestCodexAppServer(t *testing.T) {
 		}
 	})
 
-	// "Always allow" on a command is Codex's proposed execpolicy amendment:
-	// the same command later in the thread runs without a request.
 	// Codex's execpolicy amendment is never answered with a standing grant
-	// for the whole shell tool. The pinned app-server runs exec_command's
-	// command through bash -lc, for which Countersign proposes no scope
-	// within the amendment: the card offers no "Always allow" of either
-	// kind, and the same command asks again.
+	// for the whole shell tool. A script with a redirection has no
+	// Countersign scope within the amendment: the card offers no "Always
+	// allow" of either kind, and the same command asks again.
 	t.Run("AlwaysIsNeverTheWholeTool", func(t *testing.T) {
 		c := s.startAppServer(t, s.e.BaseURL,
 			toolCall{"exec_command", `{"cmd":"echo always >> out.txt"}`},
@@ -650,6 +649,75 @@ func TestCodexAppServer(t *testing.T) {
 			t.Fatalf("the app-server asked %d times; nothing standing should have covered the second command", n)
 		}
 	})
+
+	// "Always allow calls like this" on a command Codex proposes its
+	// execpolicy amendment for: the card parses the script inside Codex's
+	// /bin/bash -lc wrapper and offers the scope. With "any options" and no
+	// end, the grant is exactly Codex's prefix rule: Codex is given its
+	// amendment, keeps the rule, and runs the same command again without
+	// asking. Without options, Codex is told only accept: it asks again and
+	// Countersign's grant answers, without a card.
+	for _, c := range []struct {
+		name, scope, file string
+		amendment         bool
+	}{{"AlwaysLikeThisWithOptionsIsCodexsRule", "0:options", "marker-a.txt", true},
+		{"AlwaysLikeThisWithoutOptionsStaysCountersigns", "0:prefix", "marker-b.txt", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := s.startAppServer(t, s.e.BaseURL,
+				toolCall{"exec_command", `{"cmd":"touch ` + c.file + `"}`},
+				toolCall{"exec_command", `{"cmd":"touch ` + c.file + `"}`})
+			a.startTurn()
+			callID := s.pendingFor(t, a, "codex", "Bash")
+			card := cardFor(t, s.tab, s.e, callID)
+			shown := text(t, s.tab, card)
+			if !strings.Contains(shown, "/bin/bash -lc") || !strings.Contains(shown, "touch "+c.file) || strings.Contains(shown, "'touch "+c.file+"'") ||
+				!strings.Contains(shown, "proposedExecpolicyAmendment") {
+				t.Fatalf("the card does not show the script and how it runs:\n%s", shown)
+			}
+			s.read(t, card)
+			if err := chromedp.Do(s.tab, chromedp.Click(chromedp.CSS(card+` [data-testid="scoped-open"]`)),
+				chromedp.WaitVisible(chromedp.CSS(card+` [data-testid="confirm-scoped"]`)),
+				chromedp.SetValue(chromedp.CSS(card+` select[name="scope"]`), c.scope),
+				chromedp.Click(chromedp.CSS(card+` [data-testid="confirm-scoped"]`))); err != nil {
+				t.Fatalf("always allow calls like this: %v", err)
+			}
+			for n := range 2 {
+				if item := a.itemDone("commandExecution", n); item["status"] != "completed" {
+					t.Fatalf("command %d ended %v", n, item["status"])
+				}
+			}
+			a.turnDone()
+			if _, err := os.Stat(filepath.Join(a.work, c.file)); err != nil {
+				t.Fatalf("the command did not run: %v", err)
+			}
+			var words string
+			if err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT g.scope_words FROM standing_grants g JOIN approvals a ON a.id = g.approval_id
+				WHERE a.call_id = $1`, callID).Scan(&words); err != nil {
+				t.Fatal(err)
+			}
+			rules, _ := os.ReadFile(filepath.Join(a.home, "rules", "default.rules"))
+			told := regexp.MustCompile(`prefix_rule\(pattern=\["touch", ?"` + regexp.QuoteMeta(c.file) + `"\], ?decision="allow"\)`).Match(rules)
+			if c.amendment {
+				if !told {
+					t.Fatalf("Codex kept no rule for the grant %q; its rules:\n%s", words, rules)
+				}
+				if n := a.answered(); n != 1 {
+					t.Fatalf("the app-server asked %d times; its own rule should have covered the second command", n)
+				}
+				return
+			}
+			if told || len(rules) > 0 {
+				t.Fatalf("Codex was given a rule wider than the grant %q:\n%s", words, rules)
+			}
+			if n := a.answered(); n != 2 {
+				t.Fatalf("the app-server asked %d times, want 2 (the second answered by the grant)", n)
+			}
+			if n := s.count(t, `SELECT count(*) FROM approvals WHERE connector = 'codex' AND tool = 'Bash' AND call_id <> $1
+				AND call_id LIKE 'codex-app/%' AND created_at > (SELECT created_at FROM approvals WHERE call_id = $1)`, callID); n != 0 {
+				t.Fatalf("%d more items: the grant did not answer the second command", n)
+			}
+		})
+	}
 
 	t.Run("UnreachableDeclines", func(t *testing.T) {
 		c := s.startAppServer(t, s.closed, toolCall{"exec_command", `{"cmd":"echo unguarded >> out.txt"}`})

@@ -40,6 +40,33 @@ type approvalJSON struct {
 	ArgumentsDigest string          `json:"arguments_digest"`
 	URL             string          `json:"url,omitempty"`
 	Elicitation     elicitationJSON `json:"elicitation"`
+	// Grant, on a claim's answer only: the scoped grant ("Always allow
+	// calls like this") the person's approval made, as confirmed; absent
+	// for any other answer, or once that grant was revoked.
+	Grant *grantJSON `json:"grant,omitempty"`
+}
+
+// grantJSON is a scoped grant as the runtime that asked is told it: what
+// it covers (the same data the server judges later calls by) and when it
+// ends (absent: until revoked).
+type grantJSON struct {
+	Scope     approval.GrantScope `json:"scope"`
+	ExpiresAt *time.Time          `json:"expires_at,omitempty"`
+}
+
+// withGrant adds the scoped grant the item's approval made. A failed
+// lookup leaves it out: the runtime then knows no more than the scope
+// "always", and the grant still answers its later calls.
+func (h *Handler) withGrant(ctx context.Context, out approvalJSON, a db.Approval) approvalJSON {
+	g, err := h.DB.ConfirmedGrant(ctx, a)
+	if err != nil {
+		h.Log.ErrorContext(ctx, "reading the confirmed grant failed", "approval_id", a.ID, "err", err)
+		return out
+	}
+	if g != nil {
+		out.Grant = &grantJSON{Scope: g.Scope, ExpiresAt: g.ExpiresAt}
+	}
+	return out
 }
 
 func (h *Handler) toApprovalJSON(a db.Approval) approvalJSON {
@@ -254,7 +281,7 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if pre == nil {
 		pre = []approval.PreImage{}
 	}
-	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.toApprovalJSON(a), Proof: proof, DecidedBy: a.DecidedBy, PreImages: pre})
+	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.withGrant(c.Request().Context(), h.toApprovalJSON(a), a), Proof: proof, DecidedBy: a.DecidedBy, PreImages: pre})
 }
 
 // claimJSON is a claim's answer: the item, how it was approved, and who

@@ -281,7 +281,8 @@ func (h *Handler) APIApprovalClaim(c echo.Context) error {
 	if pre == nil {
 		pre = []approval.PreImage{}
 	}
-	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.withGrant(c.Request().Context(), h.toApprovalJSON(a), a), Proof: proof, DecidedBy: a.DecidedBy, PreImages: pre})
+	return c.JSON(http.StatusOK, claimJSON{approvalJSON: h.withGrant(c.Request().Context(), h.toApprovalJSON(a), a), Proof: proof, DecidedBy: a.DecidedBy,
+		WhoDecides: a.Rule().CallWords(a.OwnerTeam), PreImages: pre})
 }
 
 // claimJSON is a claim's answer: the item, how it was approved, and who
@@ -290,6 +291,10 @@ type claimJSON struct {
 	approvalJSON
 	Proof     string   `json:"proof"`
 	DecidedBy []string `json:"decided_by"`
+	// WhoDecides is who could decide the item, in the card's one wording
+	// (approval.DeciderRule.CallWords): the owner, any member of a team
+	// key's team, or N of a team (issue 42).
+	WhoDecides string `json:"who_decides"`
 	// PreImages are the SHA-256 of each file as the runtime read it for the
 	// diff the person approved; [] when the item has none.
 	PreImages []approval.PreImage `json:"pre_images"`

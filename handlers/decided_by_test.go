@@ -51,6 +51,9 @@ func TestDecidedByCountedVotes(t *testing.T) {
 	if status != http.StatusOK || !strings.HasPrefix(got, "[Fiona Finance Sam") || strings.Contains(got, "Finn") {
 		t.Fatalf("claim: %d decided_by %v", status, got)
 	}
+	if w := out["who_decides"]; w != "two of finance (the agent's owner does not count)" {
+		t.Fatalf("the claim says who decides: %q", w)
+	}
 	// After the claim the page still names both.
 	_, d, _ = page(t, l.Fiona, id)
 	if who := testid(d, "outcome-who"); !strings.Contains(who, "Fiona") || !strings.Contains(who, "Sam") {

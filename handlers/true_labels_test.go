@@ -1,6 +1,8 @@
 package handlers_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -8,8 +10,8 @@ import (
 )
 
 // TestTrueLabels: "Who decides" comes from the same rule as who sees the
-// call (issue 42). A team key's call names its team on the card and on
-// the admins' Pending page, which is in the admin navigation and marked as
+// call (issue 42). A team key's call names its team on the card, on its
+// claim and on the admins' Pending page, which is in the admin navigation and marked as
 // the current page; names in brackets are closed, with no stray space.
 func TestTrueLabels(t *testing.T) {
 	l := newOrgLoop(t)
@@ -22,6 +24,20 @@ func TestTrueLabels(t *testing.T) {
 		d := nodeText(testIDs(parseHTML(t, body), "deciders")[0])
 		if !strings.Contains(d, "any member of platform") || strings.Contains(d, "owner") {
 			t.Fatalf("the card says %q", d)
+		}
+	})
+	t.Run("TeamKeyClaim", func(t *testing.T) {
+		claimed := l.deploy(t)
+		if s, _ := decide(l.Sam, claimed, "approve"); s != http.StatusOK && s != http.StatusSeeOther {
+			t.Fatalf("Sam: %d", s)
+		}
+		var callID, digest string
+		if err := l.DB.Pool.QueryRow(context.Background(), `SELECT call_id, arguments_digest FROM approvals WHERE id = $1`, claimed).Scan(&callID, &digest); err != nil {
+			t.Fatal(err)
+		}
+		status, out := l.API(l.TeamKey, http.MethodPost, "/api/v1/approvals/"+claimed+"/claim", map[string]any{"call_id": callID, "arguments_digest": digest})
+		if status != http.StatusOK || out["who_decides"] != "any member of platform" || fmt.Sprint(out["decided_by"]) != "[Sam Platform]" {
+			t.Fatalf("the team key's claim: %d who_decides %q decided_by %v", status, out["who_decides"], out["decided_by"])
 		}
 	})
 	t.Run("PendingPage", func(t *testing.T) {

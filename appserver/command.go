@@ -96,7 +96,7 @@ const (
 type commandArgs struct {
 	Command string `json:"command"`
 	// Shell is how Command runs when Codex sent it wrapped as
-	// `/bin/bash -lc '<script>'` (unwrapBash): Command is then the script.
+	// `/bin/bash -lc '<script>'` (approval.UnwrapLoginBash): Command is then the script.
 	Shell          string          `json:"shell,omitempty"`
 	Cwd            string          `json:"cwd,omitempty"`
 	CommandActions json.RawMessage `json:"commandActions,omitempty"`
@@ -166,7 +166,7 @@ func (p *Proxy) commandRequest(params json.RawMessage) (asked, bool) {
 		return asked{}, false
 	}
 	args := commandArgs{Command: *c.Command, CommandActions: c.CommandActions}
-	if script, wrapper, ok := unwrapBash(*c.Command); ok {
+	if script, wrapper, ok := approval.UnwrapLoginBash(*c.Command); ok {
 		args.Command, args.Shell = script, wrapper
 	}
 	if !hasValue(args.CommandActions) {
@@ -233,7 +233,7 @@ func commandOffers(a available) []string {
 // whose prefix is exactly the amendment's words. Every scope the person
 // may choose from it (that prefix, with options where offered, or the
 // exact command) then covers only commands the amendment starts. Anything
-// else — a line Codex's wrapper does not exactly hold (unwrapBash), a
+// else — a line Codex's wrapper does not exactly hold (approval.UnwrapLoginBash), a
 // chain, a prefix shorter or longer than the amendment — offers no
 // standing answer.
 func scopeWithinAmendment(args []byte, shellArg string, amendment []string) bool {

@@ -1,10 +1,10 @@
-package appserver
+package approval
 
 import "testing"
 
 // TestUnwrapBash: only Codex's exact wrapper is unwrapped; every near miss
 // keeps the whole line as the command.
-func TestUnwrapBash(t *testing.T) {
+func TestUnwrapLoginBash(t *testing.T) {
 	for _, c := range []struct{ line, script, wrapper string }{
 		{`/bin/bash -lc 'npm test'`, "npm test", "/bin/bash -lc"},
 		{`/usr/bin/bash -lc 'npm test'`, "npm test", "/usr/bin/bash -lc"},
@@ -14,7 +14,7 @@ func TestUnwrapBash(t *testing.T) {
 		{"/bin/bash -lc 'printf \"a\\nb\"\n'", "printf \"a\\nb\"\n", "/bin/bash -lc"},
 		{`/bin/bash -lc "npm test"`, "npm test", "/bin/bash -lc"},
 	} {
-		s, w, ok := unwrapBash(c.line)
+		s, w, ok := UnwrapLoginBash(c.line)
 		if !ok || s != c.script || w != c.wrapper {
 			t.Errorf("%q: %q %q %v, want %q %q", c.line, s, w, ok, c.script, c.wrapper)
 		}
@@ -52,7 +52,7 @@ func TestUnwrapBash(t *testing.T) {
 		`/bin/ba\sh -lc 'npm test'`,              // an escape in the shell word
 		`/bin/bash -lc 'a' 'b'`,                  // two script words
 	} {
-		if s, w, ok := unwrapBash(line); ok {
+		if s, w, ok := UnwrapLoginBash(line); ok {
 			t.Errorf("%q unwrapped to %q %q", line, s, w)
 		}
 	}

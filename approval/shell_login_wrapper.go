@@ -1,4 +1,4 @@
-package appserver
+package approval
 
 import (
 	"slices"
@@ -13,20 +13,20 @@ import (
 // script quoted the way shlex quotes: single-quoted runs, with a quote
 // itself in double quotes). What runs is the script, read by a login bash.
 //
-// bashWrappers are the shells such a line may start with; bashFlag the one
+// loginBashPaths are the shells such a line may start with; loginBashFlag the one
 // flag word it carries.
-var bashWrappers = []string{"/bin/bash", "/usr/bin/bash"}
+var loginBashPaths = []string{"/bin/bash", "/usr/bin/bash"}
 
-const bashFlag = "-lc"
+const loginBashFlag = "-lc"
 
-// unwrapBash returns the script and the wrapper ("/bin/bash -lc") when
+// UnwrapLoginBash returns the script and the wrapper ("/bin/bash -lc") when
 // line is exactly that shape: one simple command of three words, the
 // bash path and -lc as plain words, and the script as one word made only
 // of quoted text that expands nothing (single-quoted runs, double-quoted
 // runs without $, ` or \). Anything else — another shell or flag, more
 // words, a redirection, an assignment, a second command, an expansion, a
 // comment — is not unwrapped: the whole line stays the command.
-func unwrapBash(line string) (script, wrapper string, ok bool) {
+func UnwrapLoginBash(line string) (script, wrapper string, ok bool) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(line), "")
 	if err != nil || len(f.Stmts) != 1 || len(f.Last) != 0 {
 		return "", "", false
@@ -39,12 +39,12 @@ func unwrapBash(line string) (script, wrapper string, ok bool) {
 	if !isCall || len(call.Assigns) != 0 || len(call.Args) != 3 {
 		return "", "", false
 	}
-	shell, okShell := plainWord(call.Args[0])
-	flag, okFlag := plainWord(call.Args[1])
-	if !okShell || !okFlag || flag != bashFlag || !slices.Contains(bashWrappers, shell) {
+	shell, okShell := plainLitWord(call.Args[0])
+	flag, okFlag := plainLitWord(call.Args[1])
+	if !okShell || !okFlag || flag != loginBashFlag || !slices.Contains(loginBashPaths, shell) {
 		return "", "", false
 	}
-	script, ok = quotedWord(call.Args[2])
+	script, ok = quotedOnlyWord(call.Args[2])
 	if !ok || strings.TrimSpace(script) == "" {
 		return "", "", false
 	}
@@ -56,8 +56,8 @@ func unwrapBash(line string) (script, wrapper string, ok bool) {
 	return script, shell + " " + flag, true
 }
 
-// plainWord is a word that is one unquoted literal with no escapes.
-func plainWord(w *syntax.Word) (string, bool) {
+// plainLitWord is a word that is one unquoted literal with no escapes.
+func plainLitWord(w *syntax.Word) (string, bool) {
 	if len(w.Parts) != 1 {
 		return "", false
 	}
@@ -68,8 +68,8 @@ func plainWord(w *syntax.Word) (string, bool) {
 	return lit.Value, true
 }
 
-// quotedWord is a word made only of quoted parts that expand nothing.
-func quotedWord(w *syntax.Word) (string, bool) {
+// quotedOnlyWord is a word made only of quoted parts that expand nothing.
+func quotedOnlyWord(w *syntax.Word) (string, bool) {
 	var b strings.Builder
 	for _, p := range w.Parts {
 		switch p := p.(type) {

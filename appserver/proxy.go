@@ -19,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/countersign/countersign/client"
@@ -193,19 +192,6 @@ func (p *Proxy) serverLoop(ctx context.Context, r io.Reader) error {
 		}
 		return p.toClient.write(line)
 	})
-}
-
-// ChildEnv is env without the COUNTERSIGN_* variables: the app-server runs
-// the model's commands with its environment, and the key must not be
-// among it.
-func ChildEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "COUNTERSIGN_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // initialize keeps the client's name for the cards.

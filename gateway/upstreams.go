@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/countersign/countersign/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +22,7 @@ func Command(name string, args []string, stderr io.Writer) func() (mcp.Transport
 	return func() (mcp.Transport, error) {
 		cmd := exec.Command(name, args...)
 		cmd.Stderr = stderr
-		cmd.Env = childEnv(os.Environ())
+		cmd.Env = client.ChildEnv(os.Environ())
 		cmd.SysProcAttr = childProcAttr()
 		return &commandTransport{cmd: cmd}, nil
 	}
@@ -80,16 +80,6 @@ func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
 		return nil
 	}
 	return newFrameConn(stdout, stdin, t.maxFrame, stop), nil
-}
-
-func childEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "COUNTERSIGN_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // StreamableHTTP returns an Options.Upstream that connects to an MCP

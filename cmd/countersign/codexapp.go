@@ -46,7 +46,7 @@ func runCodexApp(ctx context.Context, args []string, _, stderr io.Writer) error 
 	cmd.Stderr = stderr
 	// Codex runs the model's commands with its environment: the key stays
 	// here.
-	cmd.Env = appserver.ChildEnv(os.Environ())
+	cmd.Env = client.ChildEnv(os.Environ())
 	// The app-server ends with this process, even one killed: its input
 	// closes, and on Linux the kernel also sends it SIGTERM.
 	cmd.SysProcAttr = childProcAttr()

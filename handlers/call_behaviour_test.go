@@ -84,3 +84,54 @@ func TestToolBadgesFollowTheCall(t *testing.T) {
 		}
 	}
 }
+
+// A standing decision covers the tool's later calls, not this one alone:
+// its second confirmation, and the line saying why none is offered, read
+// the tool's own behaviour even where this call's badges are quieter (an
+// `echo >> log` through a shell that can't be undone and sends data out).
+func TestStandingDecisionsReadTheToolNotTheCall(t *testing.T) {
+	l := newLoop(t)
+	yes := true
+	ctx := context.Background()
+	err := l.Client.SyncConnector(ctx, "shell", client.Connector{DisplayName: "Shell", Kind: "connector",
+		Tools: []client.ConnectorTool{{Name: "bash", DisplayName: "Bash", ShellArgument: "command",
+			Annotations: approval.Annotations{DestructiveHint: &yes, OpenWorldHint: &yes}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DB.SetToolPolicy(ctx, approval.SystemActor, "shell", "bash",
+		approval.Policy{Mode: approval.ModeRequireApproval}); err != nil {
+		t.Fatal(err)
+	}
+	local := l.pending(t, l.call("shell", "bash", `{"command":"echo hi >> log"}`))
+	_, body := l.Member.Get("/approvals/" + local)
+	if !strings.Contains(body, `data-testid="standing-why"`) || !strings.Contains(body, "can’t be undone, so its policy asks about every call") {
+		t.Fatal("without standing decisions, the page does not say the tool can't be undone")
+	}
+	if _, err := l.DB.SetToolPolicy(ctx, approval.SystemActor, "shell", "bash",
+		approval.Policy{Mode: approval.ModeRequireApproval, StandingApproval: true}); err != nil {
+		t.Fatal(err)
+	}
+	again := l.pending(t, l.call("shell", "bash", `{"command":"echo again >> log"}`))
+	_, body = l.Member.Get("/approvals/" + again)
+	doc := parseHTML(t, body)
+	standing := 0
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if v := attr(n, "value"); n.Data == "button" && (v == "approve_conversation" || v == "always") {
+			standing++
+			if why := attr(n, "data-confirm-why"); !strings.Contains(why, "can’t be undone, and it sends data outside") {
+				t.Fatalf("%s asks no second confirmation of the tool's risk: %q", attr(n, "value"), why)
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	for _, b := range testIDs(doc, "standing") {
+		walk(b)
+	}
+	if standing != 2 {
+		t.Fatalf("%d of the two standing decisions offered", standing)
+	}
+}

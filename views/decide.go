@@ -25,15 +25,17 @@ func (c ApprovalCard) Standing() bool {
 }
 
 // NeedsConfirm reports whether a standing decision asks a second time: for
-// tools that can't be undone or send data out.
-func (c ApprovalCard) NeedsConfirm() bool { return c.Destructive || c.SendsOut }
+// tools that can't be undone or send data out. A standing decision covers
+// the tool's later calls, so it reads the tool's behaviour (ToolWide), not
+// this call's quieter badges.
+func (c ApprovalCard) NeedsConfirm() bool { return c.ToolWide.Destructive || c.ToolWide.SendsOut }
 
 // ConfirmWhy says, for the second confirmation, why it is asked.
 func (c ApprovalCard) ConfirmWhy() string {
 	switch {
-	case c.Destructive && c.SendsOut:
+	case c.ToolWide.Destructive && c.ToolWide.SendsOut:
 		return "This tool’s actions can’t be undone, and it sends data outside."
-	case c.Destructive:
+	case c.ToolWide.Destructive:
 		return "This tool’s actions can’t be undone."
 	}
 	return "This tool sends data outside."
@@ -45,9 +47,9 @@ func (c ApprovalCard) NoStandingWhy() string {
 	case c.Deciders.Words != "" && !c.Deciders.OwnerDecides:
 		// Standing consent is one person's own; this call's rule names others.
 		return "“Allow in this conversation” and “Always allow” are not offered: this call is decided by " + c.Deciders.Words + ", and standing approval is one person’s own."
-	case c.Destructive:
+	case c.ToolWide.Destructive:
 		return "“Allow in this conversation” and “Always allow” are not offered: this tool’s actions can’t be undone, so its policy asks about every call."
-	case c.SendsOut:
+	case c.ToolWide.SendsOut:
 		return "“Allow in this conversation” and “Always allow” are not offered: this tool sends data outside, so its policy asks about every call."
 	case c.UnknownBehaviour:
 		return "“Allow in this conversation” and “Always allow” are not offered: nothing is known of what this tool does, until an administrator classifies it."

@@ -60,6 +60,36 @@ func versionOf(binDir string) int {
 // lives in dir, listening on a free loopback port. PostgreSQL refuses to run
 // as root, so under root the cluster runs as the "postgres" user.
 func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
+	return StartClusterWith(ctx, dir, ClusterOptions{})
+}
+
+// ClusterOptions change how a private cluster runs.
+type ClusterOptions struct {
+	// Durable keeps Postgres's default fsync=on, so that a commit waits for
+	// its WAL to reach the disk as it does in production. Without it the
+	// cluster runs with fsync=off: faster, and a crash of Postgres alone
+	// still loses no commit (the operating system holds what was written),
+	// but a crash of the machine could. Right for development and tests,
+	// wrong for measuring what a durable commit costs (the throughput
+	// bench).
+	Durable bool
+	// Settings are further server settings, each "name=value" (passed as
+	// -c name=value), e.g. shared_preload_libraries=pg_stat_statements.
+	Settings []string
+}
+
+// StartClusterWith is StartCluster with options.
+func StartClusterWith(ctx context.Context, dir string, o ClusterOptions) (*Cluster, error) {
+	var extra string
+	if !o.Durable {
+		extra += " -c fsync=off"
+	}
+	for _, s := range o.Settings {
+		if strings.ContainsAny(s, " \t\n'\"\\") || !strings.Contains(s, "=") {
+			return nil, fmt.Errorf("dev: cluster setting %q: want name=value without spaces or quotes", s)
+		}
+		extra += " -c " + s
+	}
 	bin, err := FindPostgresBin()
 	if err != nil {
 		return nil, err
@@ -95,7 +125,8 @@ func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
 	if _, err := os.Stat(filepath.Join(abs, "data", "postmaster.pid")); err == nil {
 		_ = c.pgctl(ctx, "stop", "-D", filepath.Join(abs, "data"), "-m", "fast", "-w")
 	}
-	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c max_connections=200", port, sockDir)
+	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c max_connections=200", port, sockDir)
+	opts += extra
 	c.opts = opts
 	if err := c.pgctl(ctx, "start", "-D", filepath.Join(abs, "data"), "-w", "-t", "60",
 		"-l", filepath.Join(abs, "postgres.log"), "-o", opts); err != nil {

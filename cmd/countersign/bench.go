@@ -40,6 +40,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the --throughput run (server and runtimes, one process) to this file")
 	span := fs.Duration("span", 4*time.Second, "how long each --throughput measurement runs")
 	waitersOnly := fs.Bool("waiters-only", false, "measure only the waiting runtimes' memory and goroutines (--waiters)")
+	fsyncOff := fs.Bool("fsync-off", false, "run the private cluster with fsync=off: faster, but a commit no longer waits for the disk, so floors and paths measure less than a production Postgres does")
+	var pgSettings []string
+	fs.Func("postgres-setting", "a setting for the private cluster, name=value (repeatable; e.g. shared_preload_libraries=pg_stat_statements)", func(v string) error {
+		pgSettings = append(pgSettings, v)
+		return nil
+	})
 	holdURL := fs.String("hold", "", "internal: hold waiters against this server (the waiters' own process)")
 	holdKey := fs.String("hold-key", "", "internal")
 	holdIDs := fs.String("hold-ids", "", "internal")
@@ -52,7 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *holdURL != "" {
 		return holdWaiters(*holdURL, *holdKey, strings.Split(*holdIDs, ","), *waiters, stdout)
 	}
-	b, err := newBenchServer(ctx, *dbURL, stderr)
+	b, err := newBenchServer(ctx, *dbURL, dev.ClusterOptions{Durable: !*fsyncOff, Settings: pgSettings}, stderr)
 	if err != nil {
 		return err
 	}
@@ -122,7 +128,11 @@ type benchServer struct {
 	mu        sync.Mutex
 }
 
-func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*benchServer, error) {
+// newBenchServer serves Countersign over dbURL or, when it is empty, over a
+// private cluster started with opts. The private cluster is durable unless
+// told otherwise: the bench measures what a commit costs where it has to
+// reach the disk, as in production.
+func newBenchServer(ctx context.Context, dbURL string, opts dev.ClusterOptions, stderr io.Writer) (*benchServer, error) {
 	b := &benchServer{done: make(chan struct{})}
 	if dbURL == "" {
 		dir, err := os.MkdirTemp("", "countersign-bench-")
@@ -131,7 +141,7 @@ func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*bench
 		}
 		_ = os.Chmod(dir, 0o755)
 		b.dir = dir
-		if b.cluster, err = dev.StartCluster(ctx, filepath.Join(dir, "pg")); err != nil {
+		if b.cluster, err = dev.StartClusterWith(ctx, filepath.Join(dir, "pg"), opts); err != nil {
 			return nil, err
 		}
 		if dbURL, err = ensureDatabase(ctx, b.cluster.URL(), "countersign_bench"); err != nil {
@@ -155,7 +165,10 @@ func newBenchServer(ctx context.Context, dbURL string, stderr io.Writer) (*bench
 		return nil, err
 	}
 	b.db = store
-	_ = store.Pool.QueryRow(ctx, `SHOW server_version`).Scan(&b.pgVersion)
+	var fsync, syncCommit string
+	_ = store.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'), current_setting('synchronous_commit')`).
+		Scan(&b.pgVersion, &fsync, &syncCommit)
+	b.pgVersion += " — fsync " + fsync + ", synchronous_commit " + syncCommit
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg, _ := web.LoadConfig(func(string) string { return "" })
 	cfg.DatabaseURL = dbURL

@@ -11,8 +11,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// analyzedTables are the tables the checks fill during a run.
+const analyzedTables = `approvals, pending_deciders, approval_arguments, audit_events, notification_events, standing_grants`
+
 // settled waits until every audit line is sealed and every outbox event
-// planned: what a measurement leaves for the background to do.
+// planned: what a measurement leaves for the background to do. Then it
+// analyzes the tables the checks filled, as autovacuum does for a
+// database in use: the run's database is new, and a table of thousands of
+// rows that Postgres believes nearly empty is planned as no production
+// database is. Measured: without it, the "same call already pending"
+// look-up of each check is planned on the owner's index of waiting items
+// and reads every one of them (Postgres's default guesses for a column
+// without statistics make both indexes look like one row), so the pending
+// path slows as it runs — 526 checks a second over 12 s, against 1,422
+// with the tables analyzed every 2 s.
 func (b *benchServer) settled(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -24,7 +36,8 @@ func (b *benchServer) settled(ctx context.Context) error {
 			return fmt.Errorf("waiting for the sealer and the notifications: %w", err)
 		}
 		if !busy {
-			return nil
+			_, err := b.db.Pool.Exec(ctx, `ANALYZE `+analyzedTables)
+			return err
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -206,6 +219,18 @@ type pendingRun struct {
 // and the floor at the run's start was measured a minute earlier.
 func (b *benchServer) measurePending(ctx context.Context, workers int, d time.Duration, hc *http.Client, p checkPath, notify runOnce) (pendingRun, error) {
 	var r pendingRun
+	// A first turn, not counted, leaves waiting items to analyze (settled):
+	// the measured turns see tables with statistics, as after a minute of
+	// use. Without it the first turn would run on a new database's
+	// guesses.
+	if _, err := measureRate(ctx, workers, d/alternations, func(ctx context.Context, _, i int) error {
+		return b.checkOnce(ctx, hc, p, i)
+	}); err != nil {
+		return r, err
+	}
+	if err := b.settled(ctx); err != nil {
+		return r, err
+	}
 	stopSampling := b.sampleWaits(ctx)
 	before := b.db.GroupStats()
 	var err error

@@ -232,13 +232,37 @@ func (d *DB) ApprovalForViewer(ctx context.Context, id, subject string) (Approva
 // DecidersOf lists the people (subjects of signed-in users) who may decide
 // item id, for its notifications: the same rule every screen uses.
 func (d *DB) DecidersOf(ctx context.Context, id string) ([]string, error) {
-	rows, err := d.Pool.Query(ctx, `SELECT u.subject FROM approvals a JOIN users u ON `+mayDecideSQL("u.subject")+`
-		WHERE a.id = $1 GROUP BY u.subject ORDER BY u.subject`, id)
+	m, err := d.DecidersOfMany(ctx, []string{id})
+	return m[id], err
+}
+
+// DecidersOfMany is DecidersOf for several items in one statement (the
+// notifications planned together): each id that names an item maps to its
+// deciders, in subject order, nil when nobody may decide it.
+func (d *DB) DecidersOfMany(ctx context.Context, ids []string) (map[string][]string, error) {
+	out := make(map[string][]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT a.id::text, u.subject FROM approvals a LEFT JOIN users u ON `+mayDecideSQL("u.subject")+`
+		WHERE a.id = ANY($1::uuid[]) GROUP BY a.id, u.subject ORDER BY a.id, u.subject`, ids)
 	if err != nil {
 		return nil, translate("deciders", err)
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return list, translate("deciders", err)
+	var id string
+	var subject *string
+	_, err = pgx.ForEachRow(rows, []any{&id, &subject}, func() error {
+		if subject == nil {
+			out[id] = nil
+		} else {
+			out[id] = append(out[id], *subject)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate("deciders", err)
+	}
+	return out, nil
 }
 
 // PendingLimit is the most pending items PendingFor lists; the inbox says

@@ -23,6 +23,15 @@ type NewDelivery struct {
 // transaction. The events are locked with SKIP LOCKED, so instances
 // planning at the same time share the work and no event is planned twice.
 func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func(NotificationEvent) ([]NewDelivery, error)) (int, error) {
+	return d.PlanEventsWith(ctx, limit, now, nil, plan)
+}
+
+// PlanEventsWith is PlanEvents that first shows prepare the whole batch of
+// events, in their order, before plan is asked about each: a planner can
+// then read what the batch needs in one statement rather than one per
+// event. An error from prepare ends the batch as plan's would.
+func (d *DB) PlanEventsWith(ctx context.Context, limit int, now time.Time, prepare func([]NotificationEvent) error,
+	plan func(NotificationEvent) ([]NewDelivery, error)) (int, error) {
 	n := 0
 	err := d.InTx(ctx, func(tx pgx.Tx) error {
 		// The events are marked planned as they are taken, by their row's
@@ -42,6 +51,11 @@ func (d *DB) PlanEvents(ctx context.Context, limit int, now time.Time, plan func
 			return err
 		}
 		slices.SortFunc(events, func(a, b NotificationEvent) int { return cmp.Compare(a.ID, b.ID) })
+		if prepare != nil && len(events) > 0 {
+			if err := prepare(events); err != nil {
+				return err
+			}
+		}
 		var eventIDs []int64
 		var channels, targets []string
 		var notBefore []time.Time

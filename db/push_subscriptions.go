@@ -58,6 +58,28 @@ func (d *DB) PushSubscriptionsOf(ctx context.Context, subject string) ([]PushSub
 	return list, nil
 }
 
+// PushSubscriptionsOfMany is PushSubscriptionsOf for several people in one
+// statement (the notifications planned together): each subject with a
+// device maps to its devices, oldest first.
+func (d *DB) PushSubscriptionsOfMany(ctx context.Context, subjects []string) (map[string][]PushSubscription, error) {
+	out := make(map[string][]PushSubscription, len(subjects))
+	if len(subjects) == 0 {
+		return out, nil
+	}
+	rows, err := d.Pool.Query(ctx, `SELECT `+pushColumns+` FROM push_subscriptions WHERE user_subject = ANY($1::text[]) ORDER BY user_subject, id`, subjects)
+	if err != nil {
+		return nil, fmt.Errorf("db: push subscriptions: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[PushSubscription])
+	if err != nil {
+		return nil, fmt.Errorf("db: push subscriptions: %w", err)
+	}
+	for _, s := range list {
+		out[s.Subject] = append(out[s.Subject], s)
+	}
+	return out, nil
+}
+
 // PushSubscription returns the device with id; not found is a
 // KindNotFound error.
 func (d *DB) PushSubscription(ctx context.Context, id int64) (PushSubscription, error) {

@@ -191,7 +191,11 @@ func (p *Pipeline) plan(ctx context.Context) {
 		now := p.opt.Now()
 		type asked struct{ channel, kind, owner string }
 		known := map[asked][]Target{}
-		n, err := p.db.PlanEvents(ctx, 100, now, func(ev db.NotificationEvent) ([]db.NewDelivery, error) {
+		bctx := ctx
+		n, err := p.db.PlanEventsWith(ctx, 100, now, func(evs []db.NotificationEvent) (err error) {
+			bctx, err = p.prepareBatch(ctx, evs)
+			return err
+		}, func(ev db.NotificationEvent) ([]db.NewDelivery, error) {
 			var out []db.NewDelivery
 			for _, c := range p.channels {
 				_, same := c.(SameForKindAndOwner)
@@ -201,7 +205,7 @@ func (p *Pipeline) plan(ctx context.Context) {
 				targets, ok := known[k]
 				if !ok {
 					var err error
-					if targets, err = c.Targets(ctx, ev); err != nil {
+					if targets, err = c.Targets(bctx, ev); err != nil {
 						return nil, fmt.Errorf("%s targets: %w", c.Name(), err)
 					}
 					if same {
@@ -235,6 +239,11 @@ func (p *Pipeline) plan(ctx context.Context) {
 // (db.DecidersOf); an event about no item goes to its owner.
 func Deciders(ctx context.Context, store *db.DB, ev db.NotificationEvent) ([]string, error) {
 	if ev.ApprovalID != nil && *ev.ApprovalID != "" {
+		if b := batchOf(ctx); b != nil {
+			if list, ok := b.deciders[*ev.ApprovalID]; ok {
+				return list, nil
+			}
+		}
 		return store.DecidersOf(ctx, *ev.ApprovalID)
 	}
 	if ev.Owner == "" {

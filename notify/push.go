@@ -80,17 +80,55 @@ func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, 
 	return targetsOf(people, each)
 }
 
-// devices are subject's push devices.
+// devices are subject's push devices: from the batch, where the batch
+// read them (prepare), or read now.
 func (p *Push) devices(ctx context.Context, subject string) ([]Target, error) {
+	if b := batchOf(ctx); b != nil {
+		if ts, ok := b.devices[subject]; ok {
+			return ts, nil
+		}
+	}
 	subs, err := p.db.PushSubscriptionsOf(ctx, subject)
 	if err != nil {
 		return nil, err
 	}
+	return deviceTargets(subs), nil
+}
+
+// prepare implements preparer: the devices of every person told of a new
+// item in evs, in one statement.
+func (p *Push) prepare(ctx context.Context, b *batch, evs []db.NotificationEvent) error {
+	seen := map[string]bool{}
+	var subjects []string
+	for _, ev := range evs {
+		if !asksDeciders(ev) {
+			continue
+		}
+		for _, s := range b.deciders[*ev.ApprovalID] {
+			if !seen[s] {
+				seen[s] = true
+				subjects = append(subjects, s)
+			}
+		}
+	}
+	subs, err := p.db.PushSubscriptionsOfMany(ctx, subjects)
+	if err != nil {
+		return fmt.Errorf("push targets: %w", err)
+	}
+	b.devices = make(map[string][]Target, len(subjects))
+	for _, s := range subjects {
+		b.devices[s] = deviceTargets(subs[s])
+	}
+	return nil
+}
+
+// deviceTargets are the targets of devices subs.
+func deviceTargets(subs []db.PushSubscription) []Target {
 	out := make([]Target, 0, len(subs))
 	for _, s := range subs {
 		out = append(out, Target{ID: strconv.FormatInt(s.ID, 10)})
 	}
-	return out, nil
+	return out
 }
 
 // PushPayload is what a push carries, readable on a lock screen: names

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -267,6 +268,52 @@ func TestParseVAPIDKeys(t *testing.T) {
 	} {
 		if _, err := notify.ParseVAPIDKeys(tc.pub, tc.priv); err != tc.want {
 			t.Fatalf("%.10s/%.10s: %v, want %v", tc.pub, tc.priv, err, tc.want)
+		}
+	}
+}
+
+// A batch of new items planned together (its deciders and their devices
+// read once for the batch) still pushes each item to the devices of the
+// people who may decide it, and to no one else's: three items of one
+// person and two of another, written before the pipeline starts so that
+// one batch holds them, and a third person's device that nothing is for.
+func TestPushBatchGoesToEachItemsDeciders(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, s := range []string{"sam", "lee"} {
+		if _, err := f.store.SignIn(ctx, db.User{Issuer: "https://idp.example", Subject: s, Email: s + "@example.com", EmailVerified: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDevice(t)
+	for _, dev := range [][2]string{{"maya", "/push/maya-phone"}, {"maya", "/push/maya-laptop"}, {"sam", "/push/sam-phone"}, {"lee", "/push/lee-phone"}} {
+		if _, err := f.store.SavePushSubscription(ctx, d.subscription(dev[0], dev[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, owner := range []string{"maya", "sam", "maya", "sam", "maya"} {
+		req := db.CheckRequest{CallID: fmt.Sprint("batch-", i), User: owner, ConversationID: "conv", TurnID: "turn",
+			Connector: "mail", Tool: "send_email", Arguments: fmt.Sprintf(`{"n":%d}`, i)}
+		if res, err := f.store.Check(ctx, f.key, req, db.CheckOptions{Timeout: 10 * time.Minute, DeniedThreshold: 2}); err != nil || res.Approval == nil {
+			t.Fatalf("check: %v %+v", err, res.Outcome)
+		}
+	}
+	f.startPush(t, d, nil)
+	waitFor(t, "every event planned", func() bool {
+		return f.count(t, `SELECT count(*) FROM notification_events WHERE planned_at IS NULL`) == 0
+	})
+	if n := f.count(t, `SELECT count(*) FROM notification_deliveries WHERE channel = 'push'`); n != 3*2+2 {
+		t.Fatalf("%d push deliveries, want 8 (three items to maya's two devices, two to sam's one)", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM notification_deliveries nd
+		JOIN notification_events e ON e.id = nd.event_id JOIN approvals a ON a.id = e.approval_id
+		JOIN push_subscriptions s ON s.id::text = nd.target
+		WHERE nd.channel = 'push' AND s.user_subject = a.owner_subject`); n != 8 {
+		t.Fatalf("%d of 8 push deliveries go to a device of the item's owner", n)
+	}
+	for range 8 {
+		if r := d.next(t); strings.HasPrefix(r.Path, "/push/lee") {
+			t.Fatalf("pushed to %s, who may decide none of the items", r.Path)
 		}
 	}
 }

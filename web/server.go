@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
 	"github.com/countersign/countersign/approval"
 	"github.com/countersign/countersign/db"
@@ -93,8 +92,9 @@ func New(d Deps) *Server {
 
 func newSessionManager(cfg Config, store *db.DB) *scs.SessionManager {
 	sm := scs.New()
-	// Expired rows are removed by the periodic sweep, not a goroutine per server.
-	sm.Store = pgxstore.NewWithCleanupInterval(store.Pool, 0)
+	// Expired rows are removed by the periodic sweep, not a goroutine per
+	// server; a session signed out stays signed out (sessionStore).
+	sm.Store = sessionStore{pool: store.Pool}
 	sm.IdleTimeout = cfg.SessionIdleTimeout
 	sm.Lifetime = cfg.SessionLifetime
 	sm.HashTokenInStore = true

@@ -31,12 +31,6 @@ type preparer interface {
 	prepare(ctx context.Context, b *batch, evs []db.NotificationEvent) error
 }
 
-// asksDeciders says whether Targets asks Deciders about ev: a new item's
-// event, not an escalation's (which goes to the backup team).
-func asksDeciders(ev db.NotificationEvent) bool {
-	return ev.Kind == db.EventApprovalRequested && !escalated(ev) && ev.ApprovalID != nil && *ev.ApprovalID != ""
-}
-
 // prepareBatch reads the deciders of evs' new items in one statement and
 // lets each channel that can read its part for the batch; the returned
 // context carries it to Targets.

@@ -49,18 +49,11 @@ func (e *Email) GroupByTarget() bool { return true }
 // who may decide it (Deciders), an escalated one to its backup team's
 // members, each if they have a verified address and did not turn mail off.
 func (e *Email) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
-	each := func(subject string) ([]Target, error) { return e.personTargets(ctx, subject) }
-	if escalated(ev) {
-		return escalationTargets(ctx, e.db, ev, each)
-	}
-	if ev.Kind != db.EventApprovalRequested {
-		return nil, nil
-	}
-	people, err := Deciders(ctx, e.db, ev)
+	people, err := peopleTold(ctx, e.db, ev)
 	if err != nil {
 		return nil, err
 	}
-	return targetsOf(people, each)
+	return targetsOf(people, func(subject string) ([]Target, error) { return e.personTargets(ctx, subject) })
 }
 
 // personTargets is subject's mail, if they have a verified address and did

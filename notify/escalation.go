@@ -12,15 +12,23 @@ func escalated(ev db.NotificationEvent) bool {
 	return ev.Kind == db.EventApprovalEscalated && ev.ApprovalID != nil
 }
 
-// escalationTargets are the members of an escalated item's backup team who
-// may decide it, each turned into targets by each (their address, their
-// devices), as a new item's owner would be.
-func escalationTargets(ctx context.Context, store *db.DB, ev db.NotificationEvent, each func(subject string) ([]Target, error)) ([]Target, error) {
-	members, err := store.EscalationRecipients(ctx, *ev.ApprovalID)
-	if err != nil {
-		return nil, err
+// peopleTold are the people a person's channel (mail, push) tells of ev:
+// the members of an escalated item's backup team who may decide it, the
+// people who may decide a new item (Deciders), nobody for other events.
+func peopleTold(ctx context.Context, store *db.DB, ev db.NotificationEvent) ([]string, error) {
+	switch {
+	case escalated(ev):
+		return store.EscalationRecipients(ctx, *ev.ApprovalID)
+	case ev.Kind == db.EventApprovalRequested:
+		return Deciders(ctx, store, ev)
 	}
-	return targetsOf(members, each)
+	return nil, nil
+}
+
+// asksDeciders says whether peopleTold asks Deciders about an item for ev
+// (what a batch reads ahead, prepareBatch).
+func asksDeciders(ev db.NotificationEvent) bool {
+	return ev.Kind == db.EventApprovalRequested && ev.ApprovalID != nil && *ev.ApprovalID != ""
 }
 
 // targetsOf turns each of people into their targets (their address, their

@@ -66,18 +66,11 @@ func (p *Push) Name() string { return "push" }
 // members. They depend on the item, not only on its kind and owner: a
 // team's item goes to the team's members.
 func (p *Push) Targets(ctx context.Context, ev db.NotificationEvent) ([]Target, error) {
-	each := func(subject string) ([]Target, error) { return p.devices(ctx, subject) }
-	if escalated(ev) {
-		return escalationTargets(ctx, p.db, ev, each)
-	}
-	if ev.Kind != db.EventApprovalRequested {
-		return nil, nil
-	}
-	people, err := Deciders(ctx, p.db, ev)
+	people, err := peopleTold(ctx, p.db, ev)
 	if err != nil {
 		return nil, err
 	}
-	return targetsOf(people, each)
+	return targetsOf(people, func(subject string) ([]Target, error) { return p.devices(ctx, subject) })
 }
 
 // devices are subject's push devices: from the batch, where the batch

@@ -29,11 +29,10 @@ func TestCrashKeepsEveryAllowedLine(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "countersign-crash-")
+	dir, err := dev.TempDir("countersign-crash-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = os.Chmod(dir, 0o755) // the cluster may run as the postgres user
 	defer os.RemoveAll(dir)
 	cluster, err := dev.StartCluster(ctx, filepath.Join(dir, "pg"))
 	if err != nil {

@@ -63,6 +63,17 @@ func StartCluster(ctx context.Context, dir string) (*Cluster, error) {
 	return StartClusterWith(ctx, dir, ClusterOptions{})
 }
 
+// TempDir makes a new temporary folder for a private cluster and what runs
+// beside it, open to the "postgres" user the cluster runs as under root.
+// The caller removes it.
+func TempDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o755)
+}
+
 // ClusterOptions change how a private cluster runs.
 type ClusterOptions struct {
 	// Durable keeps Postgres's default fsync=on, so that a commit waits for

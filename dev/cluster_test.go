@@ -23,11 +23,10 @@ func TestClusterOptions(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "countersign-cluster-")
+	dir, err := dev.TempDir("countersign-cluster-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = os.Chmod(dir, 0o755) // the cluster may run as the postgres user
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 
 	show := func(t *testing.T, c *dev.Cluster, names ...string) []string {

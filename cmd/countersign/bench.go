@@ -135,11 +135,10 @@ type benchServer struct {
 func newBenchServer(ctx context.Context, dbURL string, opts dev.ClusterOptions, stderr io.Writer) (*benchServer, error) {
 	b := &benchServer{done: make(chan struct{})}
 	if dbURL == "" {
-		dir, err := os.MkdirTemp("", "countersign-bench-")
+		dir, err := dev.TempDir("countersign-bench-")
 		if err != nil {
 			return nil, err
 		}
-		_ = os.Chmod(dir, 0o755)
 		b.dir = dir
 		if b.cluster, err = dev.StartClusterWith(ctx, filepath.Join(dir, "pg"), opts); err != nil {
 			return nil, err

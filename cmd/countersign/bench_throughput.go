@@ -12,7 +12,7 @@ import (
 )
 
 // analyzedTables are the tables the checks fill during a run.
-const analyzedTables = `approvals, pending_deciders, approval_arguments, audit_events, notification_events, standing_grants`
+const analyzedTables = `approvals, pending_deciders, approval_arguments, audit_events, notification_events`
 
 // settled waits until every audit line is sealed and every outbox event
 // planned: what a measurement leaves for the background to do. Then it

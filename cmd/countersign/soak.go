@@ -64,11 +64,10 @@ func newSoak(ctx context.Context, capWait time.Duration) (*soak, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "countersign-soak-")
+	dir, err := dev.TempDir("countersign-soak-")
 	if err != nil {
 		return nil, err
 	}
-	_ = os.Chmod(dir, 0o755)
 	s := &soak{exe: exe, dir: dir, cap: capWait, decided: map[string]approval.Decision{}, signing: filepath.Join(dir, "audit.key")}
 	// The instances sign checkpoints, so that the chain is also verified
 	// against them at the end, across the faults.

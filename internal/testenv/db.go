@@ -50,12 +50,11 @@ func Run(m *testing.M) int {
 func run(m *testing.M, setup func() (func() int, error)) int {
 	adminURL = os.Getenv("COUNTERSIGN_TEST_DATABASE_URL")
 	if adminURL == "" {
-		dir, err := os.MkdirTemp("", "countersign-test-pg-")
+		dir, err := dev.TempDir("countersign-test-pg-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testenv:", err)
 			return 1
 		}
-		_ = os.Chmod(dir, 0o755)
 		defer os.RemoveAll(dir)
 		c, err := dev.StartCluster(context.Background(), dir)
 		if err != nil {

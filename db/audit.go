@@ -110,8 +110,10 @@ type AuditFilter struct {
 	Limit        int
 }
 
-const auditColumns = `id, COALESCE(seq, 0) AS seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
-	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(hash, '') AS hash, owner_subject, api_key_id`
+// auditColumns are an audit line's columns, its seal (audit_chain c, joined
+// by the caller) included: seq 0 and hash "" until it is sealed.
+const auditColumns = `e.id, COALESCE(c.seq, 0) AS seq, at, actor_kind, actor_id, actor_name, action, connector, tool, conversation_id,
+	turn_id, playbook_id, run_id, approval_id, detail, COALESCE(c.hash, '') AS hash, owner_subject, api_key_id`
 
 // where builds the filter's conditions; keyset bounds are added by the caller.
 func (f AuditFilter) where() (string, []any) {
@@ -182,8 +184,8 @@ func (d *DB) ListAudit(ctx context.Context, f AuditFilter) (AuditPage, error) {
 		where += " AND id < $" + strconv.Itoa(len(args))
 	}
 	args = append(args, f.Limit+1)
-	rows, err := d.Pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events WHERE `+where+
-		` ORDER BY id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
+	rows, err := d.Pool.Query(ctx, `SELECT `+auditColumns+` FROM audit_events e LEFT JOIN audit_chain c ON c.event_id = e.id
+		WHERE `+where+` ORDER BY e.id `+order+` LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return AuditPage{}, translate("list audit", err)
 	}
@@ -236,9 +238,9 @@ func (d *DB) StreamAudit(ctx context.Context, f AuditFilter, fn func(AuditLine) 
 // LatestAudit returns the newest sealed event's position and hash, and how
 // many committed events are not sealed yet.
 func (d *DB) LatestAudit(ctx context.Context) (seq int64, hash string, unsealed int64, err error) {
-	err = d.Pool.QueryRow(ctx, `SELECT COALESCE((SELECT seq FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1), 0),
-		COALESCE((SELECT hash FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1), ''),
-		(SELECT count(*) FROM audit_events WHERE seq IS NULL)`).Scan(&seq, &hash, &unsealed)
+	err = d.Pool.QueryRow(ctx, `SELECT COALESCE((SELECT seq FROM audit_chain ORDER BY seq DESC LIMIT 1), 0),
+		COALESCE((SELECT hash FROM audit_chain ORDER BY seq DESC LIMIT 1), ''),
+		(SELECT count(*) FROM audit_unsealed)`).Scan(&seq, &hash, &unsealed)
 	return seq, hash, unsealed, translate("latest audit", err)
 }
 

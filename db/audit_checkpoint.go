@@ -105,7 +105,7 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (int, *Checkpoint, er
 			n = -1
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM audit_events WHERE seq IS NOT NULL`).Scan(&head); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM audit_chain`).Scan(&head); err != nil {
 			return err
 		}
 		limit := sealBatch
@@ -134,7 +134,7 @@ func (s *Sealer) SealOnce(ctx context.Context, force bool) (int, *Checkpoint, er
 // that instances whose clocks differ agree on what is due.
 func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkpoint, error) {
 	var c Checkpoint
-	err := tx.QueryRow(ctx, `SELECT seq, hash, date_trunc('microseconds', now()) FROM audit_events WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+	err := tx.QueryRow(ctx, `SELECT seq, hash, date_trunc('microseconds', now()) FROM audit_chain ORDER BY seq DESC LIMIT 1`).
 		Scan(&c.Seq, &c.Hash, &c.SignedAt)
 	if err == pgx.ErrNoRows {
 		return nil, nil
@@ -155,8 +155,7 @@ func (s *Sealer) checkpoint(ctx context.Context, tx pgx.Tx, force bool) (*Checkp
 	if !due {
 		return nil, nil
 	}
-	c.SignedAt, c.KeyID = c.SignedAt.UTC(), s.Signer.KeyID
-	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Signer.key, c.Message()))
+	c = s.Signer.Sign(c)
 	err = tx.QueryRow(ctx, `INSERT INTO audit_checkpoints (seq, hash, signed_at, key_id, signature) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
 		c.Seq, c.Hash, c.SignedAt, c.KeyID, c.Signature).Scan(&c.ID)
 	if err == nil {
@@ -231,7 +230,8 @@ func (d *DB) VerifyAuditSigned(ctx context.Context, pub ed25519.PublicKey) (Chai
 	// Events sealed long ago that no checkpoint covers: the checkpoints
 	// that did were removed (or never made).
 	var first, last *int64
-	err = d.Pool.QueryRow(ctx, `SELECT min(seq), max(seq) FROM audit_events WHERE seq > $1 AND at < now() - make_interval(secs => $2)`,
+	err = d.Pool.QueryRow(ctx, `SELECT min(c.seq), max(c.seq) FROM audit_chain c JOIN audit_events e ON e.id = c.event_id
+		WHERE c.seq > $1 AND e.at < now() - make_interval(secs => $2)`,
 		newest, checkpointGrace.Seconds()).Scan(&first, &last)
 	if err != nil {
 		return r, translate("verify audit", err)

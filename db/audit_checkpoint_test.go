@@ -19,7 +19,7 @@ import (
 // alone stays consistent.
 func rewriteHistory(t *testing.T, store *db.DB, seq int64) {
 	t.Helper()
-	testenv.AsAuditAdmin(t, store, fmt.Sprintf(`UPDATE audit_events SET action = 'rejected' WHERE seq = %d`, seq))
+	testenv.AsAuditAdmin(t, store, `UPDATE audit_events SET action = 'rejected' WHERE `+testenv.AuditEventAt(seq))
 	testenv.RechainAudit(t, store, seq)
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -30,6 +31,13 @@ func (s *Signer) String() string {
 
 // GoString is String, so that %#v does not print the private key either.
 func (s *Signer) GoString() string { return s.String() }
+
+// Sign returns c signed: its key id set and its Signature over Message.
+func (s *Signer) Sign(c Checkpoint) Checkpoint {
+	c.SignedAt, c.KeyID = c.SignedAt.UTC(), s.KeyID
+	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, c.Message()))
+	return c
+}
 
 // Public is the signer's public key; nil for a nil signer.
 func (s *Signer) Public() ed25519.PublicKey {

@@ -71,9 +71,9 @@ func (d *DB) VerifyReceipts(ctx context.Context) (ReceiptReport, error) {
 	rows, err := d.Pool.Query(ctx, `SELECT r.approval_id::text AS approval_id, a.call_id, a.arguments_digest, a.status,
 			r.decision, r.scope, r.rp_id, r.origin, r.credential_id, r.authenticator_data, r.client_data_json, r.signature,
 			r.user_handle, p.credential_id AS passkey_credential, p.public_key, COALESCE(e.id, 0) AS event_id,
-			COALESCE(e.seq, 0) AS seq
+			COALESCE(c.seq, 0) AS seq
 		FROM approval_receipts r JOIN approvals a ON a.id = r.approval_id JOIN passkeys p ON p.id = r.passkey_id
-		LEFT JOIN audit_events e ON e.id = r.audit_event_id
+		LEFT JOIN audit_events e ON e.id = r.audit_event_id LEFT JOIN audit_chain c ON c.event_id = e.id
 		ORDER BY r.audit_event_id NULLS FIRST, r.approval_id`)
 	if err != nil {
 		return ReceiptReport{}, translate("verify receipts", err)

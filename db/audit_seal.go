@@ -31,7 +31,7 @@ func (d *DB) SealAll(ctx context.Context) error {
 			return err
 		}
 		var left bool
-		if err := d.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_events WHERE seq IS NULL AND xid < $1::xid8)`,
+		if err := d.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_unsealed WHERE xid < $1::xid8)`,
 			target).Scan(&left); err != nil {
 			return translate("seal all", err)
 		}

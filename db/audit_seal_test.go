@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,8 +69,10 @@ func TestAuditSealNoWaitAndOrder(t *testing.T) {
 	}
 }
 
-// Sealing is the only change an event accepts: its content cannot change
-// before the seal, and a sealed event cannot be sealed again.
+// An event accepts no change, before or after its seal, and a seal none:
+// its content cannot change, it cannot be marked sealed on its own row
+// (which would take it out of the sealer's index, so out of the chain),
+// and its seal cannot be rewritten or removed.
 func TestAuditSealOnlyChange(t *testing.T) {
 	store, _ := testenv.OpenDB(t)
 	ctx := context.Background()
@@ -83,14 +86,27 @@ func TestAuditSealOnlyChange(t *testing.T) {
 		WHERE id = (SELECT min(id) FROM audit_events)`); err == nil {
 		t.Fatal("an event was edited while being sealed")
 	}
+	if _, err := store.Pool.Exec(ctx, `UPDATE audit_events SET seq = 1, prev_hash = 'x', hash = 'y'
+		WHERE id = (SELECT min(id) FROM audit_events)`); err == nil {
+		t.Fatal("an event was marked sealed on its row")
+	}
 	if err := store.SealAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Pool.Exec(ctx, `UPDATE audit_events SET seq = 99, prev_hash = 'x', hash = 'y' WHERE seq = 2`); err == nil {
-		t.Fatal("a sealed event was sealed again")
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 2 || r.Unsealed != 0 {
+		t.Fatalf("after the seal: %+v %v", r, err)
 	}
-	if _, err := store.Pool.Exec(ctx, `DELETE FROM audit_events WHERE seq = 2`); err == nil {
-		t.Fatal("a sealed event was deleted")
+	for _, sql := range []string{
+		`UPDATE audit_events SET seq = 99, prev_hash = 'x', hash = 'y' WHERE ` + testenv.AuditEventAt(2),
+		`DELETE FROM audit_events WHERE ` + testenv.AuditEventAt(2),
+		`UPDATE audit_chain SET hash = 'y' WHERE seq = 2`,
+		`UPDATE audit_chain SET event_id = event_id + 1000 WHERE seq = 2`,
+		`DELETE FROM audit_chain WHERE seq = 2`,
+		`TRUNCATE audit_chain`,
+	} {
+		if _, err := store.Pool.Exec(ctx, sql); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Fatalf("%s: %v, want the append-only refusal", sql, err)
+		}
 	}
 }
 

@@ -93,28 +93,36 @@ func TestAuditChain(t *testing.T) {
 		}
 	}
 	t.Run("Altered", func(t *testing.T) {
-		superuser(`UPDATE audit_events SET action = 'rejected' WHERE seq = 7`)
+		superuser(`UPDATE audit_events SET action = 'rejected' WHERE ` + testenv.AuditEventAt(7))
 		r, _ := store.VerifyAudit(ctx)
 		if r.Intact || r.BrokenAt != 7 || !strings.Contains(r.Problem, "altered") {
 			t.Fatalf("%+v", r)
 		}
-		superuser(`UPDATE audit_events SET action = 'approved' WHERE seq = 7`)
+		superuser(`UPDATE audit_events SET action = 'approved' WHERE ` + testenv.AuditEventAt(7))
 		if r, _ := store.VerifyAudit(ctx); !r.Intact {
 			t.Fatalf("restoring the content should restore the chain: %+v", r)
 		}
 	})
 	t.Run("AlteredAndRehashed", func(t *testing.T) {
-		superuser(`UPDATE audit_events e SET action = 'rejected' WHERE seq = 9`)
-		superuser(`UPDATE audit_events e SET hash = audit_event_hash(e.prev_hash, e) WHERE seq = 9`)
+		superuser(`UPDATE audit_events e SET action = 'rejected' WHERE ` + testenv.AuditEventAt(9))
+		testenv.AsAuditAdmin(t, store, `UPDATE audit_chain c SET hash = audit_chain_hash(c.prev_hash, c.seq, e) FROM audit_events e
+			WHERE e.id = c.event_id AND c.seq = 9`)
 		r, _ := store.VerifyAudit(ctx)
 		if r.Intact || r.BrokenAt != 10 {
 			t.Fatalf("a re-hashed edit must break the next link: %+v", r)
 		}
 	})
 	t.Run("Deleted", func(t *testing.T) {
-		superuser(`DELETE FROM audit_events WHERE seq = 5`)
+		superuser(`DELETE FROM audit_events WHERE ` + testenv.AuditEventAt(5))
 		r, _ := store.VerifyAudit(ctx)
 		if r.Intact || r.BrokenAt != 5 || !strings.Contains(r.Problem, "missing") {
+			t.Fatalf("%+v", r)
+		}
+	})
+	t.Run("SealDeleted", func(t *testing.T) {
+		testenv.AsAuditAdmin(t, store, `DELETE FROM audit_chain WHERE seq = 3`)
+		r, _ := store.VerifyAudit(ctx)
+		if r.Intact || r.BrokenAt != 3 || !strings.Contains(r.Problem, "missing") {
 			t.Fatalf("%+v", r)
 		}
 	})

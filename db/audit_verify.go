@@ -67,12 +67,14 @@ func (d *DB) verifyAudit(ctx context.Context, check func(seq int64, hash string)
 	r := ChainReport{Intact: true}
 	var oldest float64
 	if err := d.Pool.QueryRow(ctx, `SELECT count(*), COALESCE(extract(epoch FROM clock_timestamp() - min(at)), 0)::float8
-		FROM audit_events WHERE seq IS NULL`).Scan(&r.Unsealed, &oldest); err != nil {
+		FROM audit_unsealed`).Scan(&r.Unsealed, &oldest); err != nil {
 		return ChainReport{}, translate("verify audit", err)
 	}
 	r.UnsealedFor = time.Duration(oldest * float64(time.Second))
-	rows, err := d.Pool.Query(ctx, `SELECT e.seq, e.prev_hash, e.hash, audit_event_hash(e.prev_hash, e) FROM audit_events e
-		WHERE e.seq IS NOT NULL ORDER BY e.seq`)
+	// A chain entry whose event is gone recomputes to "" (the event was
+	// removed).
+	rows, err := d.Pool.Query(ctx, `SELECT c.seq, c.prev_hash, c.hash, COALESCE(audit_chain_hash(c.prev_hash, c.seq, e), ''), e.id IS NULL
+		FROM audit_chain c LEFT JOIN audit_events e ON e.id = c.event_id ORDER BY c.seq`)
 	if err != nil {
 		return ChainReport{}, translate("verify audit", err)
 	}
@@ -82,7 +84,8 @@ func (d *DB) verifyAudit(ctx context.Context, check func(seq int64, hash string)
 	for rows.Next() {
 		var seq int64
 		var prevHash, hash, recomputed string
-		if err := rows.Scan(&seq, &prevHash, &hash, &recomputed); err != nil {
+		var removed bool
+		if err := rows.Scan(&seq, &prevHash, &hash, &recomputed, &removed); err != nil {
 			return ChainReport{}, translate("verify audit", err)
 		}
 		r.Events++
@@ -91,6 +94,8 @@ func (d *DB) verifyAudit(ctx context.Context, check func(seq int64, hash string)
 			continue
 		case seq != want:
 			r.Intact, r.BrokenAt, r.Problem = false, want, fmt.Sprintf("event %d is missing (next is %d)", want, seq)
+		case removed:
+			r.Intact, r.BrokenAt, r.Problem = false, seq, fmt.Sprintf("event %d is missing (its seal is there, the event is not)", seq)
 		case prevHash != prev:
 			r.Intact, r.BrokenAt, r.Problem = false, seq, "its link to the previous event does not match (an event before it was changed or removed)"
 		case recomputed != hash:

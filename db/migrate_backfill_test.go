@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/db"
+	"github.com/countersign/countersign/internal/testenv"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -58,23 +59,21 @@ func TestAuditOwnerBackfill(t *testing.T) {
 			t.Fatalf("%v\n%s", err, sql)
 		}
 	}
-	pre, err := db.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = pre.SealAll(ctx)
-	pre.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hashes := func() string {
+	// Sealed as the previous release's sealer does (this binary's SealAll
+	// reads the schema it was built for).
+	testenv.SealAsBefore(t, conn)
+	// Each event, its place, its hash and its hash recomputed: before the
+	// migrations from the event's own columns, after them from the chain's
+	// table (migration 00041), which must hold the same chain.
+	hashes := func(sql string) string {
 		var s string
-		if err := conn.QueryRow(ctx, `SELECT string_agg(concat_ws(':', id, seq, hash, CASE WHEN seq IS NOT NULL THEN audit_event_hash(prev_hash, audit_events) END), ',' ORDER BY id) FROM audit_events`).Scan(&s); err != nil {
+		if err := conn.QueryRow(ctx, sql).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	before := hashes()
+	const onEvents = `SELECT string_agg(concat_ws(':', id, seq, hash, CASE WHEN seq IS NOT NULL THEN audit_event_hash(prev_hash, audit_events) END), ',' ORDER BY id) FROM audit_events`
+	before := hashes(onEvents)
 	if _, err := db.Migrate(ctx, u); err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +101,12 @@ func TestAuditOwnerBackfill(t *testing.T) {
 	if strings.Join(owners, ",") != strings.Join(want, ",") {
 		t.Fatalf("owners\n got %q\nwant %q", owners, want)
 	}
-	if after := hashes(); after != before {
+	if after := hashes(onEvents); after != before {
 		t.Fatalf("the backfill changed the chain:\n%s\n%s", before, after)
+	}
+	if chain := hashes(`SELECT string_agg(concat_ws(':', e.id, c.seq, c.hash, audit_chain_hash(c.prev_hash, c.seq, e)), ',' ORDER BY e.id)
+		FROM audit_events e JOIN audit_chain c ON c.event_id = e.id`); chain != before {
+		t.Fatalf("the chain's table holds another chain than the events did:\n%s\n%s", before, chain)
 	}
 	// Append-only again, even for a session that says it backfills.
 	_, err = conn.Exec(ctx, `BEGIN; SELECT set_config('countersign.audit_owner_backfill', 'on', true);

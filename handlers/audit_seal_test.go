@@ -93,7 +93,7 @@ func TestAuditVerifyChecksSignedCheckpoints(t *testing.T) {
 		if _, body := admin.Get("/admin/audit/verify"); !strings.Contains(body, "chain intact") {
 			t.Fatalf("signed %v, before the rewrite: %s", signed, chainResult(body))
 		}
-		testenv.AsAuditAdmin(t, l.DB, `UPDATE audit_events SET action = 'rejected' WHERE seq = 2`)
+		testenv.AsAuditAdmin(t, l.DB, `UPDATE audit_events SET action = 'rejected' WHERE `+testenv.AuditEventAt(2))
 		testenv.RechainAudit(t, l.DB, 2)
 		_, body := admin.Get("/admin/audit/verify")
 		switch {

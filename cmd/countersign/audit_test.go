@@ -46,13 +46,7 @@ func TestAuditVerifyCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "5 events, chain intact") || !strings.Contains(out, "no unsealed events") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
-		`UPDATE audit_events SET actor_name = 'someone else' WHERE seq = 3`,
-		`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
-		if _, err := store.Pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.AsAuditAdmin(t, store, `UPDATE audit_events SET actor_name = 'someone else' WHERE `+testenv.AuditEventAt(3))
 	code, out, errb := runCmd(t, map[string]string{"COUNTERSIGN_DATABASE_URL": u}, "audit", "verify")
 	if code != 1 || !strings.Contains(out, "chain broken at event 3") || !strings.Contains(errb, "broken") {
 		t.Fatalf("exit %d: %s %s", code, out, errb)
@@ -90,14 +84,8 @@ func TestAuditVerifySignedCommand(t *testing.T) {
 	if code, out, _ := runCmd(t, env, "audit", "verify", "--public-key", key+".pub"); code != 0 || !strings.Contains(out, "1 signed checkpoints checked") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	for _, sql := range []string{`ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`,
-		`UPDATE audit_events SET actor_name = 'someone else' WHERE seq = 6`,
-		`UPDATE audit_events e SET hash = audit_event_hash(e.prev_hash, e) WHERE seq = 6`,
-		`ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`} {
-		if _, err := store.Pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.AsAuditAdmin(t, store, `UPDATE audit_events SET actor_name = 'someone else' WHERE `+testenv.AuditEventAt(6),
+		`UPDATE audit_chain c SET hash = audit_chain_hash(c.prev_hash, c.seq, e) FROM audit_events e WHERE e.id = c.event_id AND c.seq = 6`)
 	if code, out, _ := runCmd(t, env, "audit", "verify"); code != 0 {
 		t.Fatalf("the recomputed chain alone should pass, exit %d: %s", code, out)
 	}

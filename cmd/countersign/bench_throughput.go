@@ -30,7 +30,7 @@ func (b *benchServer) settled(ctx context.Context) error {
 	defer cancel()
 	for {
 		var busy bool
-		err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_events WHERE seq IS NULL)
+		err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_unsealed)
 			OR EXISTS (SELECT 1 FROM notification_events WHERE planned_at IS NULL)`).Scan(&busy)
 		if err != nil {
 			return fmt.Errorf("waiting for the sealer and the notifications: %w", err)

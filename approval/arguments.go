@@ -44,7 +44,9 @@ func ParseArguments(raw string) Arguments {
 	if !a.Parsed {
 		a.Members = nil
 	}
-	a.Digest = digest(raw)
+	// A text parseObject accepted has the shape digest checks for (exact
+	// numbers are a stricter rule than its), so it is not walked again.
+	a.Digest = digestShaped(raw, a.Parsed)
 	return a
 }
 
@@ -62,9 +64,13 @@ func Digest(raw string) string {
 // validate); numbers too large or too precise for a double are no reason to
 // digest the text as sent, since Canonical keeps them as written — though
 // ParseArguments still marks such a text unparsed for conditions.
-func digest(raw string) string {
+func digest(raw string) string { return digestShaped(raw, false) }
+
+// digestShaped is digest for a text known to be a valid arguments object
+// when shaped is set.
+func digestShaped(raw string, shaped bool) string {
 	payload := []byte(raw)
-	if len(raw) <= MaxArgumentsSize && strings.TrimSpace(raw) != "" && validateShape(raw, false) == "" {
+	if shaped || len(raw) <= MaxArgumentsSize && strings.TrimSpace(raw) != "" && validateShape(raw, false) == "" {
 		if c, err := Canonical(payload); err == nil {
 			payload = c
 		}
@@ -149,6 +155,11 @@ func validateShape(raw string, exact bool) string {
 func ExactNumber(s string) bool {
 	if len(s) > 64 {
 		return false
+	}
+	// An integer of at most 15 digits is below 2^53, so a double holds it
+	// exactly, and its shortest form is the same number.
+	if digits := strings.TrimPrefix(s, "-"); len(digits) > 0 && len(digits) <= 15 && strings.Trim(digits, "0123456789") == "" {
+		return true
 	}
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))

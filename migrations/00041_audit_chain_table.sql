@@ -76,7 +76,8 @@ $$;
 -- migration 00010 have no xid: while the last sealed event is one of them,
 -- every event the index of unsealed events holds (seq IS NULL) waits. The
 -- chain's last event is read once, as a constant of the statement, so the
--- events are read as a range of that index.
+-- events are read as a range of that index. The view's columns are
+-- audit_events' as of now: a migration that adds one recreates the view.
 CREATE VIEW audit_unsealed AS
 SELECT e.* FROM audit_events e
 WHERE e.seq IS NULL

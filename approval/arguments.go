@@ -167,6 +167,12 @@ func ExactNumber(s string) bool {
 			return false
 		}
 	}
+	return exactRational(s)
+}
+
+// exactRational is ExactNumber's rule itself: the number as written equals,
+// as a rational, the shortest form of the double it parses to.
+func exactRational(s string) bool {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return false

@@ -199,3 +199,66 @@ func TestAuditSealPlannedForTheTableItSeals(t *testing.T) {
 		t.Fatalf("after the seals: %+v %v", r, err)
 	}
 }
+
+// The sealer goes by its queue, never by a transaction id it last saw:
+// after a restore into another cluster, transaction ids start again below
+// those the chain and the restored lines carry. Both the lines written
+// before the dump (still waiting, with ids "from the future") and the new
+// ones are sealed, and verify says so.
+func TestSealAfterRestore(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	record(t, store, 3, func(int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "before"}
+	})
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// As a restore leaves them: the chain's last line and one line still
+	// waiting carry transaction ids this cluster has not given out.
+	testenv.AsAuditAdmin(t, store,
+		`UPDATE audit_chain SET event_xid = '900000000000' WHERE seq = (SELECT max(seq) FROM audit_chain)`,
+		`SET session_replication_role = replica`,
+		`INSERT INTO audit_events (actor_kind, actor_id, actor_name, action, xid) VALUES ('system', 'system', 'System', 'restored', '900000000001')`,
+		`INSERT INTO audit_pending (xid, id) SELECT xid, id FROM audit_events WHERE action = 'restored'`,
+		`SET session_replication_role = DEFAULT`)
+	record(t, store, 2, func(int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "after"}
+	})
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.VerifyAudit(ctx)
+	if err != nil || r.Events != 6 || r.Unsealed != 0 {
+		t.Fatalf("after the restore: %+v %v", r, err)
+	}
+	page, err := store.ListAudit(ctx, db.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range page.Lines {
+		if !l.Sealed() {
+			t.Errorf("%s line %d not sealed", l.Action, l.ID)
+		}
+	}
+}
+
+// A line taken out of the sealer's queue would never be sealed, and the
+// chain's walk would not see it: verify counts it.
+func TestVerifyFindsLineOutOfTheQueue(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	record(t, store, 3, func(int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved"}
+	})
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Unsealed != 3 {
+		t.Fatalf("before: %+v %v", r, err)
+	}
+	if _, err := store.Pool.Exec(ctx, `DELETE FROM audit_pending WHERE id = (SELECT min(id) FROM audit_pending)`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.VerifyAudit(ctx)
+	if err != nil || r.Intact || !strings.Contains(r.Problem, "neither sealed nor waiting") || !strings.Contains(r.String(), "chain broken: 1 events") {
+		t.Fatalf("a line out of the queue: %+v %v\n%s", r, err, r)
+	}
+}

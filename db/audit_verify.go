@@ -11,7 +11,7 @@ import (
 type ChainReport struct {
 	Events   int64 // sealed events read
 	Intact   bool
-	BrokenAt int64  // seq of the first broken link
+	BrokenAt int64  // seq of the first broken link; 0 for a line outside the chain
 	Problem  string // what is wrong there
 	LastHash string
 	// Unsealed counts committed events not chained yet, and UnsealedFor is
@@ -32,6 +32,8 @@ func (r ChainReport) String() string {
 	var s string
 	if r.Intact {
 		s = fmt.Sprintf("%d events, chain intact (last hash %s)", r.Events, short(r.LastHash))
+	} else if r.BrokenAt == 0 {
+		s = fmt.Sprintf("chain broken: %s (%d events read)", r.Problem, r.Events)
 	} else {
 		s = fmt.Sprintf("chain broken at event %d: %s (%d events read)", r.BrokenAt, r.Problem, r.Events)
 	}
@@ -109,5 +111,19 @@ func (d *DB) verifyAudit(ctx context.Context, check func(seq int64, hash string)
 		prev, want = hash, seq+1
 		r.LastHash = hash
 	}
-	return r, translate("verify audit", rows.Err())
+	if err := rows.Err(); err != nil || !r.Intact {
+		return r, translate("verify audit", err)
+	}
+	// Every line is sealed or waiting in the sealer's queue: one taken out
+	// of both would never be sealed, and the walk above would not see it.
+	var lost, first int64
+	if err := d.Pool.QueryRow(ctx, `SELECT count(*), COALESCE(min(e.id), 0) FROM audit_events e
+		WHERE NOT EXISTS (SELECT 1 FROM audit_chain c WHERE c.event_id = e.id)
+		  AND NOT EXISTS (SELECT 1 FROM audit_pending p WHERE p.xid = e.xid AND p.id = e.id)`).Scan(&lost, &first); err != nil {
+		return r, translate("verify audit", err)
+	}
+	if lost > 0 {
+		r.Intact, r.Problem = false, fmt.Sprintf("%d events (the first id %d) are neither sealed nor waiting for their seal: they were taken out of the sealer's queue", lost, first)
+	}
+	return r, nil
 }

@@ -64,10 +64,19 @@ func (d *DB) RunSealer(ctx context.Context, log *slog.Logger, interval time.Dura
 	(&Sealer{DB: d, Log: log}).Run(ctx, interval)
 }
 
-// Run seals every interval until ctx ends.
+// pendingVacuumEvery is how many lines this sealer seals between two
+// vacuums of the queue of lines waiting for their seal (audit_pending).
+const pendingVacuumEvery = 20000
+
+// Run seals every interval until ctx ends. Every seal deletes its lines
+// from the queue, so the queue is mostly dead rows between two of
+// autovacuum's visits (a minute apart at most), and every read of it — the
+// seal's, a count of unsealed lines — would step over all of them; the
+// sealer vacuums it itself every pendingVacuumEvery lines.
 func (s *Sealer) Run(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var sealed int
 	for {
 		select {
 		case <-ctx.Done():
@@ -81,6 +90,12 @@ func (s *Sealer) Run(ctx context.Context, interval time.Duration) {
 					s.Log.Warn("audit sealer", "err", err)
 				}
 				break
+			}
+			if sealed += max(n, 0); sealed >= pendingVacuumEvery {
+				sealed = 0
+				if err := s.DB.VacuumAuditQueue(ctx); err != nil && ctx.Err() == nil {
+					s.Log.Warn("audit sealer: vacuum of the queue", "err", err)
+				}
 			}
 			if n < sealBatch {
 				break

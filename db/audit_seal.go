@@ -19,6 +19,13 @@ func (d *DB) SealAudit(ctx context.Context, max int) (int, error) {
 	return n, translate("seal audit", err)
 }
 
+// VacuumAuditQueue vacuums the queue of lines waiting for their seal,
+// unless another session is vacuuming it.
+func (d *DB) VacuumAuditQueue(ctx context.Context) error {
+	_, err := d.Pool.Exec(ctx, `VACUUM (SKIP_LOCKED) audit_pending`)
+	return translate("vacuum audit queue", err)
+}
+
 // SealAll seals every event committed before the call, waiting for older
 // transactions still open to finish; tests and the command line use it.
 func (d *DB) SealAll(ctx context.Context) error {

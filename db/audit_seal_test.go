@@ -262,3 +262,32 @@ func TestVerifyFindsLineOutOfTheQueue(t *testing.T) {
 		t.Fatalf("a line out of the queue: %+v %v\n%s", r, err, r)
 	}
 }
+
+// The sealer vacuums its queue itself (Sealer.Run), outside any
+// transaction, and nothing waiting is lost.
+func TestVacuumAuditQueue(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx := context.Background()
+	record(t, store, 5, func(int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "approved"}
+	})
+	if err := store.SealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	record(t, store, 2, func(int) approval.AuditEvent {
+		return approval.AuditEvent{Actor: approval.SystemActor, Action: "waiting"}
+	})
+	if err := store.VacuumAuditQueue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var live int64
+	if err := store.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_pending`).Scan(&live); err != nil {
+		t.Fatal(err)
+	}
+	if live != 2 {
+		t.Fatalf("%d lines waiting after the vacuum, want 2", live)
+	}
+	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 5 || r.Unsealed != 2 {
+		t.Fatalf("after the vacuum: %+v %v", r, err)
+	}
+}

@@ -58,8 +58,12 @@ BEGIN
     SELECT seq, hash INTO last_seq, last_hash FROM audit_chain ORDER BY seq DESC LIMIT 1;
     last_seq := COALESCE(last_seq, 0);
     last_hash := COALESCE(last_hash, repeat('0', 64));
-    FOR r IN SELECT e.* FROM (SELECT p.xid, p.id FROM audit_pending p WHERE p.xid < horizon OR p.xid >= fresh
-            ORDER BY p.xid, p.id LIMIT max_events) q
+    -- Each part is read in the queue's order and stops at max_events.
+    FOR r IN SELECT e.* FROM (
+            (SELECT p.xid, p.id FROM audit_pending p WHERE p.xid < horizon ORDER BY p.xid, p.id LIMIT max_events)
+            UNION ALL
+            (SELECT p.xid, p.id FROM audit_pending p WHERE p.xid >= fresh ORDER BY p.xid, p.id LIMIT max_events)
+            ORDER BY 1, 2 LIMIT max_events) q
         CROSS JOIN LATERAL (SELECT * FROM audit_events l WHERE l.id = q.id OFFSET 0) e
         ORDER BY q.xid, q.id LOOP
         last_seq := last_seq + 1;

@@ -28,9 +28,11 @@ SELECT e.* FROM audit_pending p CROSS JOIN LATERAL (SELECT * FROM audit_events l
 -- The sealer: as migration 00020's, reading the queue and writing the
 -- seals into audit_chain. Lines are sealed in (xid, id) order below the
 -- snapshot horizon (migration 00010), so that the order is final when it
--- is given; a line whose transaction id is past any this cluster has given
--- out was written in another cluster (a database restored from a dump) and
--- has committed, so it is sealed too.
+-- is given. A line whose transaction id is past any this cluster had given
+-- out when the read's snapshot was taken (its xmax) cannot be one of this
+-- cluster's, since the read sees only lines committed before it: it was
+-- written in another cluster (a database restored from a dump) and has
+-- committed, so it is sealed too.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION audit_seal(max_events INT) RETURNS BIGINT
 LANGUAGE plpgsql
@@ -41,7 +43,6 @@ DECLARE
     last_seq BIGINT;
     last_hash TEXT;
     horizon xid8;
-    fresh xid8;
     seqs BIGINT[] := '{}';
     ids BIGINT[] := '{}';
     xids xid8[] := '{}';
@@ -54,7 +55,6 @@ BEGIN
     -- Taken before the lines are read: everything below it has finished,
     -- and the read's own snapshot, taken later, sees every commit below it.
     horizon := pg_snapshot_xmin(pg_current_snapshot());
-    fresh := pg_snapshot_xmax(pg_current_snapshot());
     SELECT seq, hash INTO last_seq, last_hash FROM audit_chain ORDER BY seq DESC LIMIT 1;
     last_seq := COALESCE(last_seq, 0);
     last_hash := COALESCE(last_hash, repeat('0', 64));
@@ -62,7 +62,8 @@ BEGIN
     FOR r IN SELECT e.* FROM (
             (SELECT p.xid, p.id FROM audit_pending p WHERE p.xid < horizon ORDER BY p.xid, p.id LIMIT max_events)
             UNION ALL
-            (SELECT p.xid, p.id FROM audit_pending p WHERE p.xid >= fresh ORDER BY p.xid, p.id LIMIT max_events)
+            (SELECT p.xid, p.id FROM audit_pending p WHERE p.xid >= pg_snapshot_xmax(pg_current_snapshot())
+                ORDER BY p.xid, p.id LIMIT max_events)
             ORDER BY 1, 2 LIMIT max_events) q
         CROSS JOIN LATERAL (SELECT * FROM audit_events l WHERE l.id = q.id OFFSET 0) e
         ORDER BY q.xid, q.id LOOP

@@ -70,9 +70,8 @@ func TestAuditSealNoWaitAndOrder(t *testing.T) {
 }
 
 // An event accepts no change, before or after its seal, and a seal none:
-// its content cannot change, it cannot be marked sealed on its own row
-// (which would take it out of the sealer's index, so out of the chain),
-// and its seal cannot be rewritten or removed.
+// its content cannot change, nor its own (no longer written) seal columns,
+// and its seal in audit_chain cannot be rewritten or removed.
 func TestAuditSealOnlyChange(t *testing.T) {
 	store, _ := testenv.OpenDB(t)
 	ctx := context.Background()

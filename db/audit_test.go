@@ -80,32 +80,20 @@ func TestAuditChain(t *testing.T) {
 		t.Fatalf("after concurrent writers: %+v %v", r, err)
 	}
 
-	superuser := func(sql string) {
-		t.Helper()
-		if _, err := store.Pool.Exec(ctx, `ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete`); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.Pool.Exec(ctx, `ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete`); err != nil {
-			t.Fatal(err)
-		}
-	}
 	t.Run("Altered", func(t *testing.T) {
-		superuser(`UPDATE audit_events SET action = 'rejected' WHERE ` + testenv.AuditEventAt(7))
+		testenv.AsAuditAdmin(t, store, `UPDATE audit_events SET action = 'rejected' WHERE `+testenv.AuditEventAt(7))
 		r, _ := store.VerifyAudit(ctx)
 		if r.Intact || r.BrokenAt != 7 || !strings.Contains(r.Problem, "altered") {
 			t.Fatalf("%+v", r)
 		}
-		superuser(`UPDATE audit_events SET action = 'approved' WHERE ` + testenv.AuditEventAt(7))
+		testenv.AsAuditAdmin(t, store, `UPDATE audit_events SET action = 'approved' WHERE `+testenv.AuditEventAt(7))
 		if r, _ := store.VerifyAudit(ctx); !r.Intact {
 			t.Fatalf("restoring the content should restore the chain: %+v", r)
 		}
 	})
 	t.Run("AlteredAndRehashed", func(t *testing.T) {
-		superuser(`UPDATE audit_events e SET action = 'rejected' WHERE ` + testenv.AuditEventAt(9))
-		testenv.AsAuditAdmin(t, store, `UPDATE audit_chain c SET hash = audit_chain_hash(c.prev_hash, c.seq, e) FROM audit_events e
+		testenv.AsAuditAdmin(t, store, `UPDATE audit_events e SET action = 'rejected' WHERE `+testenv.AuditEventAt(9),
+			`UPDATE audit_chain c SET hash = audit_chain_hash(c.prev_hash, c.seq, e) FROM audit_events e
 			WHERE e.id = c.event_id AND c.seq = 9`)
 		r, _ := store.VerifyAudit(ctx)
 		if r.Intact || r.BrokenAt != 10 {
@@ -113,7 +101,7 @@ func TestAuditChain(t *testing.T) {
 		}
 	})
 	t.Run("Deleted", func(t *testing.T) {
-		superuser(`DELETE FROM audit_events WHERE ` + testenv.AuditEventAt(5))
+		testenv.AsAuditAdmin(t, store, `DELETE FROM audit_events WHERE `+testenv.AuditEventAt(5))
 		r, _ := store.VerifyAudit(ctx)
 		if r.Intact || r.BrokenAt != 5 || !strings.Contains(r.Problem, "missing") {
 			t.Fatalf("%+v", r)

@@ -67,8 +67,8 @@ func (b *benchServer) sampleUnsealed(ctx context.Context) func() time.Duration {
 		var worst time.Duration
 		for ctx.Err() == nil {
 			var secs float64
-			// Read through the index of unsealed lines (audit_unsealed): a
-			// bare min(at) is planned as a walk of the time index from the
+			// Read from the sealer's queue (audit_unsealed): a bare min(at)
+			// over the log is planned as a walk of the time index from the
 			// oldest line, past every sealed one — milliseconds of the
 			// database's time per sample, taken from the load being
 			// measured.

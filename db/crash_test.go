@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -169,24 +168,12 @@ func killWithChildren(pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return err
 	}
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	children, err := dev.Children(pid)
 	if err != nil {
 		return err
 	}
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// After the command's closing parenthesis: state, then the parent.
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
-			continue
-		}
-		if child, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-			_ = syscall.Kill(child, syscall.SIGKILL)
-		}
+	for _, child := range children {
+		_ = syscall.Kill(child, syscall.SIGKILL)
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ type rateResult struct {
 	el     time.Duration
 	lat    []time.Duration
 	groups string // the checks' mean group sizes (groupSizes), if any
+	warm   int    // operations done in the warm-up, not counted in n
+	cpu    cpuTurns
 }
 
 // groupSizes says how many group statements an instance sent in d (a
@@ -76,10 +78,21 @@ func measureRate(ctx context.Context, workers int, d time.Duration, op runOnce) 
 		res.el = time.Since(start)
 		return res, firstErr
 	}
-	if _, err := run(d/8, false); err != nil {
+	warm, err := run(d/8, false)
+	if err != nil {
 		return rateResult{}, err
 	}
-	return run(d, true)
+	res, err := run(d, true)
+	res.warm = warm.n
+	return res, err
+}
+
+// turnCount is how alternate counts the turns of its first measurement:
+// settle waits for what a turn left behind and counts as part of it, tidy
+// runs after it uncounted, and cpu reads the CPU time used so far.
+type turnCount struct {
+	settle, tidy func(context.Context) error
+	cpu          func() cpuUse
 }
 
 // alternations is how many turns each of two alternated measurements
@@ -90,24 +103,32 @@ const alternations = 4
 // and returns each one's slices together: both see the machine as it is
 // during adjacent seconds, so its drift falls on both alike. The turns go
 // a b, b a, a b, ...: a steady drift favours neither. After each turn of
-// a, settle waits for the work a left behind (sealing its audit lines,
-// planning its notifications), so that b's turn does not carry it. errB
-// names a failure of b.
-func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce,
-	settle func(context.Context) error, errB string) (ra, rb rateResult, err error) {
-	add := func(sum *rateResult, op runOnce) error {
+// a, t.settle waits for the work a left behind (sealing its audit lines,
+// planning its notifications), so that b's turn does not carry it, and
+// t.tidy runs; a's CPU (cpuTurns, read with t.cpu) includes the settling,
+// not the tidying. errB names a failure of b.
+func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce, t turnCount, errB string) (ra, rb rateResult, err error) {
+	ra.cpu.use.known, rb.cpu.use.known = true, true
+	add := func(sum *rateResult, op runOnce, settle func(context.Context) error) error {
+		start, c0 := time.Now(), t.cpu()
 		r, err := measureRate(ctx, workers, d/time.Duration(slices), op)
 		sum.n, sum.el, sum.lat = sum.n+r.n, sum.el+r.el, append(sum.lat, r.lat...)
+		if err == nil && settle != nil {
+			err = settle(ctx)
+		}
+		sum.cpu.use = sum.cpu.use.plus(t.cpu().since(c0))
+		sum.cpu.ops += r.warm + r.n
+		sum.cpu.wall += time.Since(start)
 		return err
 	}
 	turnA := func() error {
-		if err := add(&ra, a); err != nil {
+		if err := add(&ra, a, t.settle); err != nil {
 			return err
 		}
-		return settle(ctx)
+		return t.tidy(ctx)
 	}
 	turnB := func() error {
-		if err := add(&rb, b); err != nil {
+		if err := add(&rb, b, nil); err != nil {
 			return fmt.Errorf("%s: %w", errB, err)
 		}
 		return nil

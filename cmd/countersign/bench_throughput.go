@@ -15,17 +15,17 @@ import (
 const analyzedTables = `approvals, pending_deciders, approval_arguments, audit_events, notification_events`
 
 // settled waits until every audit line is sealed and every outbox event
-// planned: what a measurement leaves for the background to do. Then it
-// analyzes the tables the checks filled, as autovacuum does for a
-// database in use: the run's database is new, and a table of thousands of
-// rows that Postgres believes nearly empty is planned as no production
-// database is. Measured: without it, the "same call already pending"
-// look-up of each check is planned on the owner's index of waiting items
-// and reads every one of them (Postgres's default guesses for a column
-// without statistics make both indexes look like one row), so the pending
-// path slows as it runs — 526 checks a second over 12 s, against 1,422
-// with the tables analyzed every 2 s.
+// planned (drained), then analyzes the tables the checks filled (analyze).
 func (b *benchServer) settled(ctx context.Context) error {
+	if err := b.drained(ctx); err != nil {
+		return err
+	}
+	return b.analyze(ctx)
+}
+
+// drained waits until every audit line is sealed and every outbox event
+// planned: what a measurement leaves for the background to do.
+func (b *benchServer) drained(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
@@ -36,11 +36,32 @@ func (b *benchServer) settled(ctx context.Context) error {
 			return fmt.Errorf("waiting for the sealer and the notifications: %w", err)
 		}
 		if !busy {
-			_, err := b.db.Pool.Exec(ctx, `ANALYZE `+analyzedTables)
-			return err
+			return nil
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// analyze analyzes the tables the checks fill, as autovacuum does for a
+// database in use: the run's database is new, and a table of thousands of
+// rows that Postgres believes nearly empty is planned as no production
+// database is. Measured: without it, the "same call already pending"
+// look-up of each check is planned on the owner's index of waiting items
+// and reads every one of them (Postgres's default guesses for a column
+// without statistics make both indexes look like one row), so the pending
+// path slows as it runs — 526 checks a second over 12 s, against 1,422
+// with the tables analyzed every 2 s.
+func (b *benchServer) analyze(ctx context.Context) error {
+	_, err := b.db.Pool.Exec(ctx, `ANALYZE `+analyzedTables)
+	return err
+}
+
+// turns is how alternate counts the turns of a path: after each, what
+// the turn left behind is drained and counted with it (its CPU and time),
+// and the tables are analyzed outside the count — autovacuum analyzes a
+// database in use now and then, not after every second of checks.
+func (b *benchServer) turns() turnCount {
+	return turnCount{settle: b.drained, tidy: b.analyze, cpu: b.cpuNow}
 }
 
 // throughput measures, in one run, the floors (the HTTP stack alone,
@@ -73,7 +94,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	before := b.db.GroupStats()
 	policy, oneAlong, err := alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
 		return b.checkOnce(ctx, hc, paths[0], i)
-	}, func(ctx context.Context, _, _ int) error { return one.once(ctx, hc, b.key) }, b.settled, "one-select limit")
+	}, func(ctx context.Context, _, _ int) error { return one.once(ctx, hc, b.key) }, b.turns(), "one-select limit")
 	policy.groups = groupSizes(b.db.GroupStats().Since(before))
 	if err != nil {
 		return fmt.Errorf("allowed by policy: %w", err)
@@ -83,12 +104,13 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 		pr, policy.perSec()/f.health.perSec(), passFail(pr >= 0.50 && pctD(policy.lat, 99) <= 10*time.Millisecond)))
 	fmt.Fprintf(stdout, "  %-44s one-select limit %.0f/s in turns with it, %d×%s each (%.0f/s at the start)\n", "",
 		oneAlong.perSec(), alternations, d/alternations, f.one.perSec())
+	cpuRow(stdout, policy.cpu, oneAlong.cpu, "one-select", oneAlong.perSec(), 0.50)
 	stopUnsealed := b.sampleUnsealed(ctx)
 	stopSampling := b.sampleWaits(ctx)
 	before = b.db.GroupStats()
 	grant, commitsAlong, err := alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
 		return b.checkOnce(ctx, hc, paths[1], i)
-	}, f.commit, b.settled, "commits")
+	}, f.commit, b.turns(), "commits")
 	grant.groups = groupSizes(b.db.GroupStats().Since(before))
 	samples, waits := stopSampling()
 	if err != nil {
@@ -98,6 +120,7 @@ func (b *benchServer) throughput(ctx context.Context, workers int, d time.Durati
 	rateRow(stdout, "check allowed by \"Always allow\" (audited)", grant, fmt.Sprintf("%.2f× commits  %s (≥0.40×)", gr, passFail(gr >= 0.40)))
 	fmt.Fprintf(stdout, "  %-44s commits %.0f/s in turns with it, %d×%s each (%.0f/s at the start)\n", "",
 		commitsAlong.perSec(), alternations, d/alternations, f.commits.perSec())
+	cpuRow(stdout, grant.cpu, commitsAlong.cpu, "a commit", commitsAlong.perSec(), 0.40)
 	// Three instances run the same path next, on the database as one
 	// instance left it: before the pending run adds thousands of waiting
 	// items that both would otherwise not have seen alike.
@@ -236,7 +259,7 @@ func (b *benchServer) measurePending(ctx context.Context, workers int, d time.Du
 	var err error
 	r.pending, r.notifiesAlong, err = alternate(ctx, workers, d, alternations, func(ctx context.Context, _, i int) error {
 		return b.checkOnce(ctx, hc, p, i)
-	}, notify, b.settled, "commits with notify")
+	}, notify, b.turns(), "commits with notify")
 	r.pending.groups = groupSizes(b.db.GroupStats().Since(before))
 	r.samples, r.waits = stopSampling()
 	return r, err
@@ -249,6 +272,7 @@ func reportPending(stdout io.Writer, d time.Duration, f floorRates, p pendingRun
 	rateRow(stdout, "check creating a pending item", p.pending, fmt.Sprintf("%.2f× commits+NOTIFY  %s (≥0.80×)", nr, passFail(nr >= 0.80)))
 	fmt.Fprintf(stdout, "  %-44s commits+NOTIFY %.0f/s in turns with it, %d×%s each (%.0f/s at the start)\n", "",
 		p.notifiesAlong.perSec(), alternations, d/alternations, f.notifies.perSec())
+	cpuRow(stdout, p.pending.cpu, p.notifiesAlong.cpu, "a commit+NOTIFY", p.notifiesAlong.perSec(), 0.80)
 }
 
 // floorApp names the floors' connections (application_name).

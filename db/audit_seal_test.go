@@ -2,6 +2,8 @@ package db_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +290,67 @@ func TestVacuumAuditQueue(t *testing.T) {
 	}
 	if r, err := store.VerifyAudit(ctx); err != nil || !r.Intact || r.Events != 5 || r.Unsealed != 2 {
 		t.Fatalf("after the vacuum: %+v %v", r, err)
+	}
+}
+
+// The running sealer vacuums the queue itself once it has sealed
+// PendingVacuumEvery lines (autovacuum's visits are counted apart), and
+// not before.
+func TestSealerVacuumsQueue(t *testing.T) {
+	store, _ := testenv.OpenDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	add := func(n int) {
+		t.Helper()
+		if _, err := store.Pool.Exec(ctx, `INSERT INTO audit_events (actor_kind, actor_id, actor_name, action)
+			SELECT 'system', 'system', 'system', 'line ' || g FROM generate_series(1, $1) g`, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vacuums := func() (n int64) {
+		t.Helper()
+		if err := store.Pool.QueryRow(ctx, `SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'audit_pending'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// An autovacuum of the queue at the moment of the sealer's would make
+	// it skip (SKIP_LOCKED): keep autovacuum off the queue here.
+	if _, err := store.Pool.Exec(ctx, `ALTER TABLE audit_pending SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		store.RunSealer(runCtx, slog.New(slog.NewTextHandler(io.Discard, nil)), 5*time.Millisecond)
+	}()
+	defer func() { stop(); <-done }()
+	// sealed waits until nothing waits for a seal.
+	sealed := func() {
+		t.Helper()
+		for {
+			var waiting bool
+			if err := store.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM audit_pending)`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if !waiting {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	add(db.PendingVacuumEvery - 1)
+	sealed()
+	if n := vacuums(); n != 0 {
+		t.Fatalf("vacuumed %d times after %d lines", n, db.PendingVacuumEvery-1)
+	}
+	add(1)
+	sealed()
+	// The vacuum follows the seal that reached the count.
+	for deadline := time.Now().Add(10 * time.Second); vacuums() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no vacuum of the queue after %d lines sealed", db.PendingVacuumEvery)
+		}
 	}
 }

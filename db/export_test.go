@@ -84,3 +84,6 @@ func (d *DB) ReadsQueued() int {
 
 // MaxGroupReads is how many checks one group read carries at most.
 const MaxGroupReads = maxGroupReads
+
+// PendingVacuumEvery is pendingVacuumEvery, for the tests.
+const PendingVacuumEvery = pendingVacuumEvery

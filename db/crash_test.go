@@ -160,16 +160,17 @@ func burstAndKill(ctx context.Context, t *testing.T, store *db.DB, cluster *dev.
 	return allowed, failed
 }
 
-// killWithChildren kills pid with SIGKILL, then every process whose parent
+// killWithChildren kills pid with SIGKILL, and every process whose parent
 // it was. A backend outlives its postmaster until it next looks, and goes
 // on answering the connections it has: on a fast machine, half a second
-// after the postmaster alone was killed, no check had failed yet.
+// after the postmaster alone was killed, no check had failed yet. The
+// children are listed first: once the postmaster is gone they are init's.
 func killWithChildren(pid int) error {
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return err
-	}
 	children, err := dev.Children(pid)
 	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return err
 	}
 	for _, child := range children {

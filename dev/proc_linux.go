@@ -16,6 +16,7 @@ const clockTick = 10 * time.Millisecond
 type process struct {
 	pid, parent int
 	cpu         time.Duration // user and system time used so far
+	reaped      time.Duration // the same of its children that ended and were waited for
 }
 
 // readProcess reads the stat file of one process; false if it ended or
@@ -25,21 +26,35 @@ func readProcess(stat string) (process, bool) {
 	if err != nil {
 		return process{}, false
 	}
-	// After the command's closing parenthesis: state, parent, … with utime
-	// and stime the 12th and 13th fields.
+	// After the command's closing parenthesis (the command may hold any
+	// character): state, parent, … with utime, stime, cutime and cstime
+	// the 12th to the 15th fields.
 	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
 		return process{}, false
 	}
-	pid, err1 := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
-	parent, err2 := strconv.Atoi(fields[1])
-	user, err3 := strconv.ParseInt(fields[11], 10, 64)
-	system, err4 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+	fields := strings.Fields(s[end+1:])
+	if len(fields) < 15 {
 		return process{}, false
 	}
-	return process{pid: pid, parent: parent, cpu: time.Duration(user+system) * clockTick}, true
+	pid, err := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+	if err != nil {
+		return process{}, false
+	}
+	p := process{pid: pid}
+	if p.parent, err = strconv.Atoi(fields[1]); err != nil {
+		return process{}, false
+	}
+	var ticks [4]int64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseInt(fields[11+i], 10, 64); err != nil {
+			return process{}, false
+		}
+	}
+	p.cpu = time.Duration(ticks[0]+ticks[1]) * clockTick
+	p.reaped = time.Duration(ticks[2]+ticks[3]) * clockTick
+	return p, true
 }
 
 // processes reads every process's parent and CPU time. A process that
@@ -74,10 +89,11 @@ func Children(pid int) ([]int, error) {
 }
 
 // CPUTime is the CPU time the cluster's server has used so far: its
-// postmaster and every process it started (backends, WAL writer,
-// checkpointer, autovacuum) that is still running. A process that ended
-// takes its time with it, so a difference of two readings undercounts
-// what short-lived processes (an autovacuum worker) used between them.
+// postmaster, every process it started that is still running (backends,
+// WAL writer, checkpointer, autovacuum workers), and those that ended,
+// whose time the postmaster collects when it waits for them. A process
+// that ended and was not waited for yet is missing from a reading for
+// that moment, so two readings' difference is, if anything, low.
 func (c *Cluster) CPUTime() (time.Duration, error) {
 	pm, err := c.PostmasterPID()
 	if err != nil {
@@ -89,7 +105,10 @@ func (c *Cluster) CPUTime() (time.Duration, error) {
 	}
 	var sum time.Duration
 	for _, p := range ps {
-		if p.pid == pm || p.parent == pm {
+		switch {
+		case p.pid == pm:
+			sum += p.cpu + p.reaped
+		case p.parent == pm:
 			sum += p.cpu
 		}
 	}

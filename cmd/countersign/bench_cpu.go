@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/countersign/countersign/dev"
@@ -55,12 +54,12 @@ func (c cpuTurns) perOp() (self, pg float64) {
 	return c.use.self.Seconds() * 1000 / float64(c.ops), c.use.pg.Seconds() * 1000 / float64(c.ops)
 }
 
-// busy is the share of the machine's CPUs the turns kept busy.
-func (c cpuTurns) busy() float64 {
-	if c.wall <= 0 {
+// busy is the share of cpus CPUs the turns kept busy.
+func (c cpuTurns) busy(cpus int) float64 {
+	if c.wall <= 0 || cpus <= 0 {
 		return 0
 	}
-	return (c.use.self + c.use.pg).Seconds() / (c.wall.Seconds() * float64(runtime.NumCPU()))
+	return (c.use.self + c.use.pg).Seconds() / (c.wall.Seconds() * float64(cpus))
 }
 
 // cpuRow says what a check of a path and an operation of its floor cost
@@ -70,16 +69,19 @@ func (c cpuTurns) busy() float64 {
 // time divided by that rate. A check over that bound cannot reach the
 // goal on this machine however its waits are arranged; one under it is
 // bound by its waits (the CPUs' idle share says how much).
-func cpuRow(stdout io.Writer, check, floor cpuTurns, floorName string, floorRate, goal float64) {
+//
+// cpus is the machine's CPUs (runtime.NumCPU: those this process may run
+// on, not a container's CPU quota, under which the bound is too high).
+func cpuRow(stdout io.Writer, check, floor cpuTurns, floorName string, floorRate, goal float64, cpus int) {
 	if !check.use.known || !floor.use.known || check.ops == 0 || floor.ops == 0 {
 		return
 	}
 	cs, cp := check.perOp()
 	fs, fp := floor.perOp()
 	fmt.Fprintf(stdout, "  %-44s CPU a check %.3f ms in this process + %.3f ms in Postgres = %.3f ms, CPUs %.0f%% busy; %s %.3f + %.3f = %.3f ms, %.0f%% busy\n",
-		"", cs, cp, cs+cp, 100*check.busy(), floorName, fs, fp, fs+fp, 100*floor.busy())
+		"", cs, cp, cs+cp, 100*check.busy(cpus), floorName, fs, fp, fs+fp, 100*floor.busy(cpus))
 	rate := goal * floorRate
-	most := float64(runtime.NumCPU()) * 1000 / rate
+	most := float64(cpus) * 1000 / rate
 	fmt.Fprintf(stdout, "  %-44s at %.2f× (%.0f/s) a check may use at most %.3f ms of CPU, all %d CPUs busy: it uses %.2f× that\n",
-		"", goal, rate, most, runtime.NumCPU(), (cs+cp)/most)
+		"", goal, rate, most, cpus, (cs+cp)/most)
 }

@@ -88,11 +88,11 @@ func measureRate(ctx context.Context, workers int, d time.Duration, op runOnce) 
 }
 
 // turnCount is how alternate counts the turns of its first measurement:
-// settle waits for what a turn left behind and counts as part of it, tidy
+// drain waits for what a turn left behind and counts as part of it, tidy
 // runs after it uncounted, and cpu reads the CPU time used so far.
 type turnCount struct {
-	settle, tidy func(context.Context) error
-	cpu          func() cpuUse
+	drain, tidy func(context.Context) error
+	cpu         func() cpuUse
 }
 
 // alternations is how many turns each of two alternated measurements
@@ -103,18 +103,18 @@ const alternations = 4
 // and returns each one's slices together: both see the machine as it is
 // during adjacent seconds, so its drift falls on both alike. The turns go
 // a b, b a, a b, ...: a steady drift favours neither. After each turn of
-// a, t.settle waits for the work a left behind (sealing its audit lines,
+// a, t.drain waits for the work a left behind (sealing its audit lines,
 // planning its notifications), so that b's turn does not carry it, and
-// t.tidy runs; a's CPU (cpuTurns, read with t.cpu) includes the settling,
+// t.tidy runs; a's CPU (cpuTurns, read with t.cpu) includes the draining,
 // not the tidying. errB names a failure of b.
 func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce, t turnCount, errB string) (ra, rb rateResult, err error) {
 	ra.cpu.use.known, rb.cpu.use.known = true, true
-	add := func(sum *rateResult, op runOnce, settle func(context.Context) error) error {
+	add := func(sum *rateResult, op runOnce, drain func(context.Context) error) error {
 		start, c0 := time.Now(), t.cpu()
 		r, err := measureRate(ctx, workers, d/time.Duration(slices), op)
 		sum.n, sum.el, sum.lat = sum.n+r.n, sum.el+r.el, append(sum.lat, r.lat...)
-		if err == nil && settle != nil {
-			err = settle(ctx)
+		if err == nil && drain != nil {
+			err = drain(ctx)
 		}
 		sum.cpu.use = sum.cpu.use.plus(t.cpu().since(c0))
 		sum.cpu.ops += r.warm + r.n
@@ -122,7 +122,7 @@ func alternate(ctx context.Context, workers int, d time.Duration, slices int, a,
 		return err
 	}
 	turnA := func() error {
-		if err := add(&ra, a, t.settle); err != nil {
+		if err := add(&ra, a, t.drain); err != nil {
 			return err
 		}
 		return t.tidy(ctx)

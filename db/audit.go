@@ -238,9 +238,9 @@ func (d *DB) StreamAudit(ctx context.Context, f AuditFilter, fn func(AuditLine) 
 // LatestAudit returns the newest sealed event's position and hash, and how
 // many committed events are not sealed yet.
 func (d *DB) LatestAudit(ctx context.Context) (seq int64, hash string, unsealed int64, err error) {
-	err = d.Pool.QueryRow(ctx, `SELECT COALESCE((SELECT seq FROM audit_chain ORDER BY seq DESC LIMIT 1), 0),
-		COALESCE((SELECT hash FROM audit_chain ORDER BY seq DESC LIMIT 1), ''),
-		(SELECT count(*) FROM audit_unsealed)`).Scan(&seq, &hash, &unsealed)
+	err = d.Pool.QueryRow(ctx, `SELECT COALESCE(h.seq, 0), COALESCE(h.hash, ''), (SELECT count(*) FROM audit_unsealed)
+		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT seq, hash FROM audit_chain ORDER BY seq DESC LIMIT 1) h ON true`).
+		Scan(&seq, &hash, &unsealed)
 	return seq, hash, unsealed, translate("latest audit", err)
 }
 

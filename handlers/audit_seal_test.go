@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -52,8 +53,18 @@ func TestAuditScreenShowsUnsealed(t *testing.T) {
 	if err := l.DB.SealAll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, body := admin.Get("/admin/audit"); strings.Contains(body, `data-testid="unsealed"`) || strings.Contains(body, "not sealed yet") {
+	_, body := admin.Get("/admin/audit")
+	if strings.Contains(body, `data-testid="unsealed"`) || strings.Contains(body, "not sealed yet") {
 		t.Fatal("a sealed line is shown as unsealed")
+	}
+	// The head of the chain is named: its place and the start of its hash.
+	var seq int64
+	var hash string
+	if err := l.DB.Pool.QueryRow(ctx, `SELECT seq, hash FROM audit_chain ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`Tamper-evident chain: %d events, latest hash <span class="mono">%s…</span>`, seq, hash[:16]); !strings.Contains(body, want) {
+		t.Fatalf("the screen does not name the chain's head (%q)", want)
 	}
 }
 

@@ -87,8 +87,9 @@ $$;
 -- Append-only, except for the key backfill of migration 00031: a line
 -- without a key may receive the key it names itself, once. The seal no
 -- longer writes the line, so no change of seq, prev_hash or hash is let
--- through: setting seq would take an event out of the index the sealer
--- reads, and so out of the chain.
+-- through: those columns are where the previous release read seals, and a
+-- line marked sealed there would look sealed to it without being in the
+-- chain.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION audit_events_append_only() RETURNS trigger
 LANGUAGE plpgsql AS $$

@@ -108,6 +108,8 @@ const alternations = 4
 // t.tidy runs; a's CPU (cpuTurns, read with t.cpu) includes the draining,
 // not the tidying. errB names a failure of b.
 func alternate(ctx context.Context, workers int, d time.Duration, slices int, a, b runOnce, t turnCount, errB string) (ra, rb rateResult, err error) {
+	// Known until a reading is not (cpuUse.plus): each turn's reading is
+	// added to these.
 	ra.cpu.use.known, rb.cpu.use.known = true, true
 	add := func(sum *rateResult, op runOnce, drain func(context.Context) error) error {
 		start, c0 := time.Now(), t.cpu()
